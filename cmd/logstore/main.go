@@ -1,0 +1,120 @@
+// Command logstore moves logs from Kafka to Parquet files and back to Kafka,
+// reading every partition from a replica in the worker's own zone.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+
+	"github.com/logstore/logstore/pipeline"
+)
+
+// Exit codes: 0 success, 1 a runtime failure, 2 a usage or config error.
+const (
+	exitOK      = 0
+	exitRuntime = 1
+	exitUsage   = 2
+)
+
+// command is one subcommand. run returns an error; usageError and
+// *pipeline.ConfigError exit 2, anything else 1.
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+var commands = map[string]command{}
+
+func register(name, summary string, run func(ctx context.Context, args []string, stdout, stderr io.Writer) error) {
+	commands[name] = command{summary: summary, run: run}
+}
+
+// usageError is a mistake in the command line.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func main() {
+	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func runMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		printUsage(stderr)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "logstore: unknown command %q\n\n", args[0])
+		printUsage(stderr)
+		return exitUsage
+	}
+	// The first SIGINT/SIGTERM cancels ctx (graceful stop); the run
+	// command installs its own handling for the second one.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := cmd.run(ctx, args[1:], stdout, stderr)
+	return exitCode(err, stderr)
+}
+
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "logstore: %v\n", err)
+	var ue usageError
+	var ce *pipeline.ConfigError
+	if errors.As(err, &ue) || errors.As(err, &ce) {
+		return exitUsage
+	}
+	return exitRuntime
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: logstore <command> [flags]\n\ncommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'logstore <command> --help' for a command's flags.")
+}
+
+// newFlags makes a flag set whose errors are returned, not fatal, and whose
+// usage line names the command.
+func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: logstore %s %s\n", name, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses and turns a flag error into a usage error.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	return nil
+}

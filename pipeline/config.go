@@ -1,0 +1,512 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+
+	"github.com/logstore/logstore/rack"
+	"github.com/logstore/logstore/sink"
+)
+
+// Config is a whole logstore job. Each section's type lives with the package
+// that uses it; Load applies defaults in one place and validates every section.
+type Config struct {
+	Kafka      KafkaConfig      `yaml:"kafka"`
+	Rack       rack.Config      `yaml:"rack"`
+	Schema     SchemaConfig     `yaml:"schema"`
+	Batch      BatchConfig      `yaml:"batch"`
+	Sinks      sink.Config      `yaml:"sinks"`
+	DeadLetter DeadLetterConfig `yaml:"dead_letter"`
+	Metrics    MetricsConfig    `yaml:"metrics"`
+	Log        LogConfig        `yaml:"log"`
+	Run        RunConfig        `yaml:"run"`
+}
+
+// KafkaConfig is the `kafka` section: the input cluster and the group.
+type KafkaConfig struct {
+	Brokers  []string   `yaml:"brokers"`
+	Topics   []string   `yaml:"topics"`
+	Group    string     `yaml:"group"`
+	ClientID string     `yaml:"client_id"`
+	TLS      TLSConfig  `yaml:"tls"`
+	SASL     SASLConfig `yaml:"sasl"`
+	// Isolation is read_uncommitted or read_committed.
+	Isolation string `yaml:"isolation"`
+	// StartOffset applies to partitions the group never committed:
+	// earliest, latest or an RFC 3339 time (Spark's startingOffsets).
+	StartOffset string `yaml:"start_offset"`
+	// OnOffsetOutOfRange applies when retention deleted the committed
+	// position: fail, earliest or latest (Spark's failOnDataLoss).
+	OnOffsetOutOfRange string `yaml:"on_offset_out_of_range"`
+	// MaxRecordsPerSecond caps this member's read rate; 0 is unlimited
+	// (the role of Spark's maxOffsetsPerTrigger).
+	MaxRecordsPerSecond int           `yaml:"max_records_per_second"`
+	Fetch               FetchConfig   `yaml:"fetch"`
+	SessionTimeout      time.Duration `yaml:"session_timeout"`
+	HeartbeatInterval   time.Duration `yaml:"heartbeat_interval"`
+	RebalanceTimeout    time.Duration `yaml:"rebalance_timeout"`
+}
+
+// FetchConfig tunes the partition readers.
+type FetchConfig struct {
+	MinBytes int           `yaml:"min_bytes"`
+	MaxBytes int           `yaml:"max_bytes"`
+	MaxWait  time.Duration `yaml:"max_wait"`
+	// PreferredReplicaLease is how long a reader follows the replica the
+	// leader preferred before asking the leader again (KIP-392).
+	PreferredReplicaLease time.Duration `yaml:"preferred_replica_lease"`
+}
+
+// TLSConfig is `kafka.tls`.
+type TLSConfig struct {
+	Enabled            bool   `yaml:"enabled"`
+	CAFile             string `yaml:"ca_file"`
+	CertFile           string `yaml:"cert_file"`
+	KeyFile            string `yaml:"key_file"`
+	ServerName         string `yaml:"server_name"`
+	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"`
+}
+
+// SASLConfig is `kafka.sasl`.
+type SASLConfig struct {
+	// Mechanism is none, plain, scram-sha-256, scram-sha-512 or aws-msk-iam.
+	Mechanism string `yaml:"mechanism"`
+	Username  string `yaml:"username"`
+	Password  Secret `yaml:"password"`
+}
+
+// BatchConfig is the flush rule: a partition's open batch is cut at whichever
+// limit comes first.
+type BatchConfig struct {
+	MaxRows  int           `yaml:"max_rows"`
+	MaxBytes int64         `yaml:"max_bytes"`
+	MaxAge   time.Duration `yaml:"max_age"`
+	// MemoryBudget bounds the bytes held in open batches across all
+	// partitions; when it is full, fetching pauses.
+	MemoryBudget int64 `yaml:"memory_budget"`
+}
+
+// DeadLetterConfig says where records that cannot become rows go.
+type DeadLetterConfig struct {
+	// OnError is dead_letter, skip or fail.
+	OnError string `yaml:"on_error"`
+	// Topic receives the original record with the reason in headers; empty
+	// means no Kafka dead letters.
+	Topic string `yaml:"topic"`
+	// Files writes dead letters under `_errors/` of the files sink.
+	Files bool `yaml:"files"`
+}
+
+// MetricsConfig is the Prometheus endpoint.
+type MetricsConfig struct {
+	// Listen is the address of /metrics, e.g. ":9464"; empty turns it off.
+	Listen string `yaml:"listen"`
+}
+
+// LogConfig is the structured log.
+type LogConfig struct {
+	Level  string `yaml:"level"`  // debug, info, warn, error
+	Format string `yaml:"format"` // json or text
+}
+
+// RunConfig is the job's lifecycle.
+type RunConfig struct {
+	// ShutdownTimeout bounds the flush-commit-leave on SIGTERM; keep it under
+	// the pod's termination grace period (30 s by default).
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// ProgressInterval is how often a progress line is logged.
+	ProgressInterval time.Duration `yaml:"progress_interval"`
+}
+
+// Secret is a string that never prints.
+type Secret string
+
+// MarshalYAML redacts the value.
+func (s Secret) MarshalYAML() (any, error) {
+	if s == "" {
+		return "", nil
+	}
+	return "<redacted>", nil
+}
+
+// String redacts the value.
+func (s Secret) String() string { return "<redacted>" }
+
+// SetDefaults fills every zero field; it is the one place defaults live for
+// the pipeline's own sections.
+func (c *Config) SetDefaults() {
+	k := &c.Kafka
+	if k.ClientID == "" {
+		k.ClientID = "logstore"
+	}
+	if k.SASL.Mechanism == "" {
+		k.SASL.Mechanism = "none"
+	}
+	if k.Isolation == "" {
+		k.Isolation = "read_committed"
+	}
+	if k.StartOffset == "" {
+		k.StartOffset = "earliest"
+	}
+	if k.OnOffsetOutOfRange == "" {
+		k.OnOffsetOutOfRange = "fail"
+	}
+	setDefault(&k.Fetch.MinBytes, 1)
+	setDefault(&k.Fetch.MaxBytes, 8<<20)
+	setDefault(&k.Fetch.MaxWait, 500*time.Millisecond)
+	setDefault(&k.Fetch.PreferredReplicaLease, 5*time.Minute)
+	setDefault(&k.SessionTimeout, 30*time.Second)
+	setDefault(&k.HeartbeatInterval, 3*time.Second)
+	setDefault(&k.RebalanceTimeout, 30*time.Second)
+	c.Rack.SetDefaults()
+	c.Schema.SetDefaults()
+	setDefault(&c.Batch.MaxRows, 500_000)
+	setDefault(&c.Batch.MaxBytes, 128<<20)
+	setDefault(&c.Batch.MaxAge, 5*time.Minute)
+	setDefault(&c.Batch.MemoryBudget, 1<<30)
+	c.Sinks.SetDefaults()
+	if c.DeadLetter.OnError == "" {
+		c.DeadLetter.OnError = "dead_letter"
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = "json"
+	}
+	setDefault(&c.Run.ShutdownTimeout, 25*time.Second)
+	setDefault(&c.Run.ProgressInterval, 30*time.Second)
+}
+
+func setDefault[T comparable](p *T, v T) {
+	var zero T
+	if *p == zero {
+		*p = v
+	}
+}
+
+// Validate checks every section; an error names the key (see KeyError).
+func (c *Config) Validate() error {
+	k := &c.Kafka
+	switch {
+	case len(k.Brokers) == 0:
+		return keyErr("kafka.brokers", "no brokers; list at least one host:port")
+	case len(k.Topics) == 0:
+		return keyErr("kafka.topics", "no topics; list the topics to read")
+	case k.Group == "":
+		return keyErr("kafka.group", "no consumer group; set a group id (commits and rack-aware assignment need one)")
+	}
+	for i, b := range k.Brokers {
+		if !strings.Contains(b, ":") {
+			return keyErr(fmt.Sprintf("kafka.brokers[%d]", i), "%q has no port; write host:port", b)
+		}
+	}
+	if err := oneOf("kafka.sasl.mechanism", k.SASL.Mechanism, "none", "plain", "scram-sha-256", "scram-sha-512", "aws-msk-iam"); err != nil {
+		return err
+	}
+	if (k.SASL.Mechanism == "plain" || strings.HasPrefix(k.SASL.Mechanism, "scram")) && k.SASL.Username == "" {
+		return keyErr("kafka.sasl.username", "mechanism %s needs a username (and a password, e.g. ${KAFKA_PASSWORD})", k.SASL.Mechanism)
+	}
+	if err := oneOf("kafka.isolation", k.Isolation, "read_uncommitted", "read_committed"); err != nil {
+		return err
+	}
+	if _, _, err := ParseStartOffset(k.StartOffset); err != nil {
+		return keyErr("kafka.start_offset", "%v", err)
+	}
+	if err := oneOf("kafka.on_offset_out_of_range", k.OnOffsetOutOfRange, "fail", "earliest", "latest"); err != nil {
+		return err
+	}
+	if k.MaxRecordsPerSecond < 0 {
+		return keyErr("kafka.max_records_per_second", "must be 0 (unlimited) or positive")
+	}
+	if k.HeartbeatInterval >= k.SessionTimeout {
+		return keyErr("kafka.heartbeat_interval", "must be shorter than session_timeout (%s)", k.SessionTimeout)
+	}
+	if err := prefixed("rack.", c.Rack.Validate()); err != nil {
+		return err
+	}
+	if err := prefixed("schema.", c.Schema.Validate()); err != nil {
+		return err
+	}
+	b := &c.Batch
+	if b.MaxRows < 0 || b.MaxBytes < 0 || b.MaxAge < 0 {
+		return keyErr("batch", "limits must be positive")
+	}
+	if b.MemoryBudget < b.MaxBytes {
+		return keyErr("batch.memory_budget", "%d is smaller than batch.max_bytes (%d); one batch must fit", b.MemoryBudget, b.MaxBytes)
+	}
+	if err := prefixed("sinks.", c.Sinks.Validate()); err != nil {
+		return err
+	}
+	if err := oneOf("dead_letter.on_error", c.DeadLetter.OnError, "dead_letter", "skip", "fail"); err != nil {
+		return err
+	}
+	if c.DeadLetter.OnError == "dead_letter" && c.DeadLetter.Topic == "" && !c.DeadLetter.Files {
+		return keyErr("dead_letter", "on_error is dead_letter but no destination is set; set dead_letter.topic and/or dead_letter.files: true (or on_error: skip)")
+	}
+	if c.DeadLetter.Files && c.Sinks.Files == nil {
+		return keyErr("dead_letter.files", "needs sinks.files (dead letters go under its _errors/ prefix)")
+	}
+	if err := oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error"); err != nil {
+		return err
+	}
+	if err := oneOf("log.format", c.Log.Format, "json", "text"); err != nil {
+		return err
+	}
+	if c.Run.ShutdownTimeout < time.Second {
+		return keyErr("run.shutdown_timeout", "%s is too short to flush; use at least 1s", c.Run.ShutdownTimeout)
+	}
+	return nil
+}
+
+// ParseStartOffset reads `kafka.start_offset`: earliest, latest, or an
+// RFC 3339 time.
+func ParseStartOffset(s string) (name string, at time.Time, err error) {
+	switch s {
+	case "earliest", "latest":
+		return s, time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("%q is not earliest, latest or an RFC 3339 time like 2026-11-29T07:00:00Z", s)
+	}
+	return "time", t, nil
+}
+
+// KeyError is a config error tied to a dotted key path such as
+// `kafka.sasl.mechanism` or `schema.columns[2].type`.
+type KeyError struct {
+	Key string
+	Msg string
+}
+
+func (e *KeyError) Error() string     { return e.Key + ": " + e.Msg }
+func (e *KeyError) ConfigKey() string { return e.Key }
+
+func keyErr(key, format string, args ...any) error {
+	return &KeyError{Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+func oneOf(key, v string, allowed ...string) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return keyErr(key, "%q is not one of %s", v, strings.Join(allowed, ", "))
+}
+
+// keyed is what every section's key error satisfies.
+type keyed interface {
+	error
+	ConfigKey() string
+}
+
+// prefixed re-roots a section's key error under the section's name.
+func prefixed(section string, err error) error {
+	var k keyed
+	if err == nil || !errors.As(err, &k) {
+		return err
+	}
+	key := k.ConfigKey()
+	msg := strings.TrimPrefix(k.Error(), key+": ")
+	return &KeyError{Key: section + key, Msg: msg}
+}
+
+// ConfigError is what Load returns for a bad config: where, which key, what
+// to do. The CLI exits 2 on it.
+type ConfigError struct {
+	File         string
+	Line, Column int
+	Key          string
+	Msg          string
+}
+
+func (e *ConfigError) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc = fmt.Sprintf("%s:%d:%d", e.File, e.Line, e.Column)
+	}
+	if e.Key != "" {
+		return fmt.Sprintf("%s: %s: %s", loc, e.Key, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", loc, e.Msg)
+}
+
+// Load reads, expands, decodes (strictly), defaults and validates a config
+// file. Every error is a *ConfigError.
+func Load(path string) (*Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &ConfigError{File: path, Msg: err.Error()}
+	}
+	return Parse(path, raw)
+}
+
+// Parse is Load on bytes already read; name is used in messages.
+func Parse(name string, raw []byte) (*Config, error) {
+	text, err := expandEnv(name, raw)
+	if err != nil {
+		return nil, err
+	}
+	var c Config
+	if err := yaml.UnmarshalWithOptions(text, &c, yaml.Strict()); err != nil {
+		return nil, yamlError(name, text, err)
+	}
+	c.SetDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, locate(name, text, err)
+	}
+	return &c, nil
+}
+
+// yamlError turns a decoder error into file:line:col and the key.
+func yamlError(name string, text []byte, err error) error {
+	var ye yaml.Error
+	if errors.As(err, &ye) && ye.GetToken() != nil {
+		tk := ye.GetToken()
+		msg := ye.GetMessage()
+		var unknown *yaml.UnknownFieldError
+		if errors.As(err, &unknown) {
+			msg = fmt.Sprintf("unknown key %q; check its spelling against configs/reference.yaml", tk.Value)
+		}
+		return &ConfigError{File: name, Line: tk.Position.Line, Column: tk.Position.Column, Key: tk.Value, Msg: msg}
+	}
+	// Some conversions (durations) fail without a token; their message
+	// quotes the bad value, so find the line that holds it.
+	ce := &ConfigError{File: name, Msg: err.Error()}
+	if m := quoted.FindStringSubmatch(err.Error()); m != nil {
+		for i, line := range strings.Split(string(text), "\n") {
+			key, value, ok := strings.Cut(line, ":")
+			if ok && strings.Contains(value, m[1]) && !strings.HasPrefix(strings.TrimSpace(line), "#") {
+				ce.Line, ce.Column, ce.Key = i+1, len(key)-len(strings.TrimLeft(key, " -"))+1, strings.TrimSpace(strings.TrimLeft(key, " -"))
+				break
+			}
+		}
+	}
+	return ce
+}
+
+var quoted = regexp.MustCompile(`"([^"]+)"`)
+
+// locate finds the line of the key a validation error names; when the key is
+// absent from the file (a missing value), it points at its nearest parent.
+func locate(name string, text []byte, err error) error {
+	var k keyed
+	if !errors.As(err, &k) {
+		return &ConfigError{File: name, Msg: err.Error()}
+	}
+	ce := &ConfigError{File: name, Key: k.ConfigKey(), Msg: strings.TrimPrefix(k.Error(), k.ConfigKey()+": ")}
+	file, perr := parser.ParseBytes(text, 0)
+	if perr != nil {
+		return ce
+	}
+	for key := k.ConfigKey(); key != ""; key = parentKey(key) {
+		p, err := yaml.PathString("$." + key)
+		if err != nil {
+			continue
+		}
+		n, err := p.FilterFile(file)
+		if err != nil || n == nil {
+			continue
+		}
+		pos := n.GetToken().Position
+		if mv, ok := parentMapValue(file, key); ok {
+			pos = mv.Key.GetToken().Position
+		}
+		ce.Line, ce.Column = pos.Line, pos.Column
+		break
+	}
+	return ce
+}
+
+// parentMapValue finds the key token of `key` so the error points at the key,
+// not at its value.
+func parentMapValue(file *ast.File, key string) (*ast.MappingValueNode, bool) {
+	parent, last := parentKey(key), key[strings.LastIndexAny(key, ".")+1:]
+	if strings.HasSuffix(last, "]") {
+		return nil, false
+	}
+	var node ast.Node
+	if parent == "" {
+		if len(file.Docs) == 0 {
+			return nil, false
+		}
+		node = file.Docs[0].Body
+	} else {
+		p, err := yaml.PathString("$." + parent)
+		if err != nil {
+			return nil, false
+		}
+		if node, err = p.FilterFile(file); err != nil || node == nil {
+			return nil, false
+		}
+	}
+	var values []*ast.MappingValueNode
+	switch n := node.(type) {
+	case *ast.MappingNode:
+		values = n.Values
+	case *ast.MappingValueNode:
+		values = []*ast.MappingValueNode{n}
+	}
+	for _, mv := range values {
+		if mv.Key.GetToken().Value == last {
+			return mv, true
+		}
+	}
+	return nil, false
+}
+
+var indexSuffix = regexp.MustCompile(`\[\d+\]$`)
+
+func parentKey(key string) string {
+	if loc := indexSuffix.FindStringIndex(key); loc != nil {
+		return key[:loc[0]]
+	}
+	if i := strings.LastIndex(key, "."); i >= 0 {
+		return key[:i]
+	}
+	return ""
+}
+
+var envRef = regexp.MustCompile(`\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+// expandEnv replaces ${VAR} and ${VAR:-default} in the raw text ($$ is a
+// literal $). Expanding before parsing keeps line numbers and lets a variable
+// hold any YAML scalar; an unset variable without a default is an error, so a
+// missing secret fails at start instead of becoming an empty password.
+func expandEnv(name string, raw []byte) ([]byte, error) {
+	var firstErr error
+	lines := strings.Split(string(raw), "\n")
+	for i, line := range lines {
+		if strings.HasPrefix(strings.TrimSpace(line), "#") {
+			continue
+		}
+		lines[i] = envRef.ReplaceAllStringFunc(line, func(m string) string {
+			if m == "$$" {
+				return "$"
+			}
+			sub := envRef.FindStringSubmatch(m)
+			if v, ok := os.LookupEnv(sub[1]); ok && v != "" {
+				return v
+			}
+			if sub[2] != "" {
+				return sub[3]
+			}
+			if firstErr == nil {
+				firstErr = &ConfigError{File: name, Line: i + 1, Column: strings.Index(line, m) + 1, Key: m,
+					Msg: fmt.Sprintf("environment variable %s is not set; export it or write ${%s:-default}", sub[1], sub[1])}
+			}
+			return ""
+		})
+	}
+	return []byte(strings.Join(lines, "\n")), firstErr
+}

@@ -1,0 +1,82 @@
+package pipeline
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+const minimalConfig = `kafka:
+  brokers: [127.0.0.1:19092]
+  topics: [logs]
+  group: g
+sinks:
+  files:
+    url: file:///tmp/out
+dead_letter:
+  files: true
+`
+
+func TestParseAppliesDefaults(t *testing.T) {
+	c, err := Parse("t.yaml", []byte(minimalConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Kafka.StartOffset != "earliest" || c.Rack.Match != "auto" || c.Run.ShutdownTimeout.Seconds() != 25 {
+		t.Errorf("defaults not applied: %+v", c.Kafka)
+	}
+}
+
+func TestParseErrorsNameKeyAndLine(t *testing.T) {
+	tests := []struct {
+		name, yaml       string
+		line             int
+		keyPart, msgPart string
+	}{
+		{"misspelt key", strings.Replace(minimalConfig, "  group: g", "  gruop: g", 1), 4, "gruop", "unknown key"},
+		{"bad enum", minimalConfig + "rack:\n  match: zone\n", 11, "rack.match", "auto, name, id, as-is"},
+		{"missing value points at parent", strings.Replace(minimalConfig, "  group: g\n", "", 1), 1, "kafka.group", "consumer group"},
+		{"list element", strings.Replace(minimalConfig, "[127.0.0.1:19092]", "[127.0.0.1:19092, nohost]", 1), 2, "kafka.brokers[1]", "no port"},
+		{"type mismatch", minimalConfig + "batch:\n  max_rows: many\n", 11, "", "many"},
+		{"bad duration", minimalConfig + "batch:\n  max_age: soon\n", 11, "max_age", "invalid duration"},
+		{"unset env", strings.Replace(minimalConfig, "group: g", "group: ${LOGSTORE_TEST_UNSET_VAR}", 1), 4, "LOGSTORE_TEST_UNSET_VAR", "export it"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("t.yaml", []byte(tt.yaml))
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("want *ConfigError, got %v", err)
+			}
+			if ce.Line != tt.line {
+				t.Errorf("line %d, want %d (%v)", ce.Line, tt.line, err)
+			}
+			if !strings.Contains(err.Error(), tt.keyPart) || !strings.Contains(err.Error(), tt.msgPart) {
+				t.Errorf("error %q should name %q and say %q", err, tt.keyPart, tt.msgPart)
+			}
+			if !strings.HasPrefix(err.Error(), "t.yaml:") {
+				t.Errorf("error %q does not start with the file name", err)
+			}
+		})
+	}
+}
+
+func TestExpandEnv(t *testing.T) {
+	t.Setenv("LOGSTORE_TEST_GROUP", "from-env")
+	y := strings.Replace(minimalConfig, "group: g", "group: ${LOGSTORE_TEST_GROUP}", 1)
+	y = strings.Replace(y, "topics: [logs]", "topics: [${LOGSTORE_TEST_TOPIC:-fallback}]", 1)
+	c, err := Parse("t.yaml", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Kafka.Group != "from-env" || c.Kafka.Topics[0] != "fallback" {
+		t.Errorf("got group %q topics %v", c.Kafka.Group, c.Kafka.Topics)
+	}
+}
+
+func TestSecretNeverPrints(t *testing.T) {
+	s := Secret("hunter2")
+	if v, _ := s.MarshalYAML(); v == "hunter2" || s.String() == "hunter2" {
+		t.Fatal("secret printed")
+	}
+}

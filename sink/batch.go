@@ -1,0 +1,104 @@
+package sink
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Type is a column type as the config spells it.
+type Type string
+
+// The column types. Each lists the Go type a Row holds for it.
+const (
+	String    Type = "string"             // string
+	Int32     Type = "int32"              // int32
+	Int64     Type = "int64"              // int64
+	Float32   Type = "float32"            // float32
+	Float64   Type = "float64"            // float64
+	Bool      Type = "bool"               // bool
+	Timestamp Type = "timestamp"          // time.Time (UTC); Field.Unit says ms or us
+	Date      Type = "date"               // time.Time, midnight UTC of the day
+	Bytes     Type = "bytes"              // []byte
+	JSON      Type = "json"               // string holding a raw JSON document
+	StringMap Type = "map<string,string>" // map[string]string
+)
+
+// Types lists every column type, in the order the docs give them.
+var Types = []Type{String, Int32, Int64, Float32, Float64, Bool, Timestamp, Date, Bytes, JSON, StringMap}
+
+// Valid reports whether t is one of Types.
+func (t Type) Valid() bool {
+	for _, k := range Types {
+		if k == t {
+			return true
+		}
+	}
+	return false
+}
+
+// Field is one output column.
+type Field struct {
+	Name     string
+	Type     Type
+	Unit     time.Duration // Timestamp only: time.Millisecond or time.Microsecond
+	Required bool          // not null in the file schema
+}
+
+// Schema is the ordered set of output columns.
+type Schema struct {
+	Fields []Field
+}
+
+// Index returns the position of the named field, or -1.
+func (s *Schema) Index(name string) int {
+	for i, f := range s.Fields {
+		if f.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Row is one output row: Row[i] is the value of Schema.Fields[i], nil for null.
+type Row []any
+
+// Source names the Kafka record a row came from.
+type Source struct {
+	Offset    int64
+	Key       []byte
+	Value     []byte // the original record value, for `value: original` and dead letters
+	Timestamp time.Time
+}
+
+// Batch is the unit of work between the pipeline and the sinks: the decoded
+// rows of one partition's records First..Last (inclusive offsets). Rows and
+// Sources are parallel: Sources[i] is where Rows[i] came from. Name parts are
+// deterministic so that writing the same batch again overwrites.
+type Batch struct {
+	Topic     string
+	Partition int
+	First     int64 // the committed offset c the batch starts from
+	Last      int64 // the cut b: last offset covered (records may be absent, e.g. filtered)
+	Schema    *Schema
+	Rows      []Row
+	Sources   []Source
+	// Prefix is prepended to every object name, e.g. "replay/20261129T0700Z-…/" for
+	// a replay run that must not touch the main output.
+	Prefix string
+}
+
+// Name is the deterministic base name of the batch, without extension:
+// {topic}-{partition}-{first}-{last}.
+func (b *Batch) Name() string {
+	return fmt.Sprintf("%s-%d-%d-%d", b.Topic, b.Partition, b.First, b.Last)
+}
+
+// Sink receives whole batches. Write returns only once the batch is durable
+// in the sink (its guarantee says in what sense); the pipeline commits the
+// batch's offsets only after every sink returned nil. Writing the same batch
+// twice must be safe.
+type Sink interface {
+	Write(ctx context.Context, b *Batch) error
+	Close() error
+}
