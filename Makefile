@@ -1,0 +1,26 @@
+# The two commands a newcomer needs:
+#   make demo   run the job on an embedded Kafka (no setup) into ./logstore-demo/
+#   make test   unit tests, then integration tests against a real three-rack
+#               Kafka cluster, an S3 server and an IMDS mock (installed and
+#               started by scripts/test.sh, stopped again afterwards)
+GO ?= go
+
+.PHONY: build demo test unit bench clean
+
+build:
+	$(GO) build -o bin/logstore ./cmd/logstore
+
+demo:
+	$(GO) run ./cmd/logstore demo
+
+test:
+	bash scripts/test.sh
+
+unit:
+	$(GO) test ./...
+
+bench:
+	bash scripts/bench
+
+clean:
+	rm -rf bin logstore-demo

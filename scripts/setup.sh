@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what the tests need on a fresh machine; every step is skipped when
+# its result is already there. Python packages go into a venv under the cache.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=scripts/lib.sh
+. "$here/lib.sh"
+cd "$LOGSTORE_ROOT"
+
+echo "setup: Go modules"
+go mod download
+
+venv="$LOGSTORE_CACHE/venv"
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import pyarrow' 2>/dev/null; then
+  echo "setup: pyarrow (independent Parquet reader) into $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check pyarrow
+fi

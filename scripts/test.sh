@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs every test: unit tests, then the integration tests against the real
+# services. Installs what a fresh machine lacks (cached under
+# $LOGSTORE_CACHE), starts the services that are not already running, and
+# stops again only the ones it started, on failure too.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=scripts/lib.sh
+. "$here/lib.sh"
+cd "$LOGSTORE_ROOT"
+
+bash "$here/setup.sh"
+
+started=()
+cleanup() {
+  local rc=$?
+  for ((i = ${#started[@]} - 1; i >= 0; i--)); do
+    bash "$here/${started[i]}" stop || true
+  done
+  exit "$rc"
+}
+trap cleanup EXIT INT TERM
+
+if ! bash "$here/kafka-cluster.sh" status >/dev/null 2>&1; then
+  started+=(kafka-cluster.sh)
+  bash "$here/kafka-cluster.sh" start
+fi
+if ! bash "$here/s3-server.sh" status >/dev/null 2>&1; then
+  started+=(s3-server.sh)
+  bash "$here/s3-server.sh" start
+fi
+
+echo "== unit tests"
+go test -count=1 ./...
+echo "== integration tests (real Kafka, S3, IMDS mock)"
+# -p 1: the integration tests share one cluster, and one of them stops a broker.
+go test -count=1 -p 1 -timeout 20m -tags integration ./...
