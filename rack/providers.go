@@ -101,7 +101,7 @@ func (ep endpoint) notHere(err error, platform string) error {
 // get asks the metadata server at ep for path; what names the server in
 // errors ("GCE metadata"), platform says where a refusal shows we are not.
 func (ep endpoint) get(ctx context.Context, path string, header map[string]string, what, platform string) ([]byte, error) {
-	body, err := getBody(ctx, metadataClient(), ep.base+path, header)
+	body, err := getBody(ctx, metadataClient(0), ep.base+path, header)
 	if err != nil {
 		return nil, ep.notHere(fmt.Errorf("%s: %w", what, err), platform)
 	}
@@ -127,10 +127,12 @@ const linkLocalDialTimeout = 250 * time.Millisecond
 
 // metadataClient talks to a metadata server on the local link. It never goes
 // through an HTTP proxy: a proxy cannot reach this host's link-local address.
-func metadataClient() *http.Client {
+// headerTimeout, when not 0, bounds the wait for an answer's headers.
+func metadataClient(headerTimeout time.Duration) *http.Client {
 	return &http.Client{Transport: &http.Transport{
-		Proxy:       nil,
-		DialContext: (&net.Dialer{Timeout: linkLocalDialTimeout}).DialContext,
+		Proxy:                 nil,
+		DialContext:           (&net.Dialer{Timeout: linkLocalDialTimeout}).DialContext,
+		ResponseHeaderTimeout: headerTimeout,
 	}}
 }
 

@@ -37,10 +37,9 @@ func findIMDS(ctx context.Context, _ Config) (Identity, error) {
 		defaultEndpoint, mode = "http://[fd00:ec2::254]", imds.EndpointModeStateIPv6
 	}
 	ep := endpointFrom(envIMDSEndpoint, defaultEndpoint)
-	wire := &wireWatcher{client: metadataClient()}
-	// The SDK gives up on a header after 500ms, because in a container behind
-	// a hop limit of 1 the token's answer never comes; we do the same.
-	wire.client.Transport.(*http.Transport).ResponseHeaderTimeout = 500 * time.Millisecond
+	// The SDK gives up on an answer after 500ms, because in a container
+	// behind a hop limit of 1 the token's answer never comes; we do the same.
+	wire := &wireWatcher{client: metadataClient(500 * time.Millisecond)}
 	client := imds.New(imds.Options{
 		Endpoint:       ep.base,
 		EndpointMode:   mode,
@@ -129,7 +128,7 @@ func findECSTask(ctx context.Context, _ Config) (Identity, error) {
 	if base == "" {
 		return Identity{}, absentf("not in an ECS task (%s is not set)", envECSMetadata)
 	}
-	body, err := getBody(ctx, metadataClient(), base+"/task", nil)
+	body, err := getBody(ctx, metadataClient(0), base+"/task", nil)
 	if err != nil {
 		return Identity{}, fmt.Errorf("ECS task metadata: %w", err)
 	}
