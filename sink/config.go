@@ -1,9 +1,16 @@
 package sink
 
-import "fmt"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
 
 // Config is the `sinks` section. At least one sink must be set.
-// (Skeleton: the sink work fills in the sub-sections.)
 type Config struct {
 	// Files writes Parquet to an object store or a folder, by URL.
 	Files *FilesConfig `yaml:"files"`
@@ -13,22 +20,400 @@ type Config struct {
 
 // FilesConfig is `sinks.files`.
 type FilesConfig struct {
-	// URL is s3://bucket/prefix or file:///path.
+	// URL is s3://bucket/prefix, file:///path or a plain path (a folder).
 	URL string `yaml:"url"`
+	// PartitionBy names the Hive-style folders, outermost first.
+	PartitionBy []PartitionColumn `yaml:"partition_by"`
+	// MaxFileBytes caps one file (and so one spool file); a folder's rows
+	// beyond it go to {name}-1.parquet, {name}-2.parquet, …
+	MaxFileBytes int64 `yaml:"max_file_bytes"`
+	// SpoolDir holds files while they are written and uploaded.
+	SpoolDir string         `yaml:"spool_dir"`
+	Parquet  *ParquetConfig `yaml:"parquet"`
+	S3       *S3Config      `yaml:"s3"`
+	File     *FileConfig    `yaml:"file"`
+}
+
+// PartitionColumn is one Hive-style folder level: {Name}={value of Column}.
+type PartitionColumn struct {
+	Name   string `yaml:"name"`
+	Column string `yaml:"column"`
+	// Format is a Go time layout for timestamp and date columns (UTC);
+	// other column types are written as their plain value.
+	Format string `yaml:"format"`
+}
+
+// ParquetConfig is `sinks.files.parquet`.
+type ParquetConfig struct {
+	Compression string `yaml:"compression"`
+	// RowGroupRows and RowGroupBytes close a row group at whichever comes
+	// first. A row group is what a writer holds in memory.
+	RowGroupRows  int64 `yaml:"row_group_rows"`
+	RowGroupBytes int64 `yaml:"row_group_bytes"`
+	PageBytes     int   `yaml:"page_bytes"`
+	// Dictionary encodes string, json and map columns with a dictionary;
+	// a column whose dictionary outgrows DictionaryMaxBytes falls back to
+	// plain encoding for the rest of the row group.
+	Dictionary         *bool `yaml:"dictionary"`
+	DictionaryMaxBytes int64 `yaml:"dictionary_max_bytes"`
+	// DataPageVersion 1 is what parquet-mr, pyarrow and Spark write by
+	// default, so every reader takes it.
+	DataPageVersion int `yaml:"data_page_version"`
+}
+
+// S3Config is `sinks.files.s3`.
+type S3Config struct {
+	// Region; empty takes the SDK's chain (AWS_REGION, profile).
+	Region string `yaml:"region"`
+	// Endpoint for S3-compatible servers; empty takes AWS_ENDPOINT_URL_S3
+	// or AWS_ENDPOINT_URL, else AWS.
+	Endpoint string `yaml:"endpoint"`
+	// PathStyle addresses bucket/key instead of bucket.host/key; on by
+	// default when an endpoint is set.
+	PathStyle *bool `yaml:"path_style"`
+	// PartBytes is the multipart part size; files up to it go in one PUT.
+	PartBytes int64 `yaml:"part_bytes"`
+	// PartConcurrency is how many parts of one file upload at once.
+	PartConcurrency int `yaml:"part_concurrency"`
+	// Checksum the server verifies on every PUT and part.
+	Checksum string `yaml:"checksum"`
+	// SSE is none, aes256 (SSE-S3) or aws:kms (SSE-KMS).
+	SSE          string `yaml:"sse"`
+	KMSKeyID     string `yaml:"kms_key_id"`
+	StorageClass string `yaml:"storage_class"`
+	// MaxAttempts and MaxBackoff shape retries on throttling, 5xx and
+	// connection errors: delays double from 1s up to MaxBackoff.
+	MaxAttempts int           `yaml:"max_attempts"`
+	MaxBackoff  time.Duration `yaml:"max_backoff"`
+	// Preflight checks at start that the bucket exists and takes writes.
+	Preflight *bool `yaml:"preflight"`
+}
+
+// FileConfig is `sinks.files.file`, for file:// URLs.
+type FileConfig struct {
+	// Fsync flushes each file and its folder before the batch counts as
+	// written; off only for tests and demos.
+	Fsync *bool `yaml:"fsync"`
 }
 
 // KafkaConfig is `sinks.kafka`.
 type KafkaConfig struct {
 	Topic string `yaml:"topic"`
+	// Brokers of the output cluster; empty means the input cluster.
+	Brokers []string `yaml:"brokers"`
+	// Key is the column whose value keys each record; empty sends no key.
+	Key string `yaml:"key"`
+	// Value is json (the output row) or original (the input record's bytes).
+	Value       string `yaml:"value"`
+	Compression string `yaml:"compression"`
+	// BatchSize, BatchBytes and BatchTimeout close a produce request per
+	// partition at whichever comes first.
+	BatchSize    int           `yaml:"batch_size"`
+	BatchBytes   int64         `yaml:"batch_bytes"`
+	BatchTimeout time.Duration `yaml:"batch_timeout"`
+	MaxAttempts  int           `yaml:"max_attempts"`
+	WriteTimeout time.Duration `yaml:"write_timeout"`
 }
 
-// SetDefaults fills the zero fields.
-func (c *Config) SetDefaults() {}
+// The allowed values of enumerated keys, in the order the docs give them.
+var (
+	ParquetCompressions = []string{"zstd", "snappy", "gzip", "none"}
+	S3Checksums         = []string{"crc32", "crc32c", "sha256", "none"}
+	S3SSEModes          = []string{"none", "aes256", "aws:kms"}
+	KafkaValues         = []string{"json", "original"}
+	KafkaCompressions   = []string{"none", "gzip", "snappy", "lz4", "zstd"}
+)
 
-// Validate checks the section; errors name the key below `sinks`.
+const (
+	mib = 1 << 20
+	// S3 refuses parts below 5 MiB except the last, and more than 10000 parts.
+	minPartBytes = 5 * mib
+	maxParts     = 10000
+)
+
+// DefaultSpoolDir is where files are spooled when spool_dir is not set.
+func DefaultSpoolDir() string { return filepath.Join(os.TempDir(), "logstore-spool") }
+
+// SetDefaults fills the zero fields.
+func (c *Config) SetDefaults() {
+	if f := c.Files; f != nil {
+		if f.MaxFileBytes == 0 {
+			f.MaxFileBytes = 512 * mib
+		}
+		if f.SpoolDir == "" {
+			f.SpoolDir = DefaultSpoolDir()
+		}
+		for i := range f.PartitionBy {
+			if f.PartitionBy[i].Name == "" {
+				f.PartitionBy[i].Name = f.PartitionBy[i].Column
+			}
+		}
+		if f.Parquet == nil {
+			f.Parquet = &ParquetConfig{}
+		}
+		f.Parquet.setDefaults()
+		if f.S3 == nil {
+			f.S3 = &S3Config{}
+		}
+		f.S3.setDefaults()
+		if f.File == nil {
+			f.File = &FileConfig{}
+		}
+		if f.File.Fsync == nil {
+			f.File.Fsync = ptr(true)
+		}
+	}
+	if k := c.Kafka; k != nil {
+		k.setDefaults()
+	}
+}
+
+func (p *ParquetConfig) setDefaults() {
+	if p.Compression == "" {
+		p.Compression = "zstd"
+	}
+	if p.RowGroupRows == 0 {
+		p.RowGroupRows = 1_000_000
+	}
+	if p.RowGroupBytes == 0 {
+		p.RowGroupBytes = 64 * mib
+	}
+	if p.PageBytes == 0 {
+		p.PageBytes = 1 * mib
+	}
+	if p.Dictionary == nil {
+		p.Dictionary = ptr(true)
+	}
+	if p.DictionaryMaxBytes == 0 {
+		p.DictionaryMaxBytes = 1 * mib
+	}
+	if p.DataPageVersion == 0 {
+		p.DataPageVersion = 1
+	}
+}
+
+func (s *S3Config) setDefaults() {
+	if s.PathStyle == nil {
+		s.PathStyle = ptr(s.Endpoint != "" || envEndpoint() != "")
+	}
+	if s.PartBytes == 0 {
+		s.PartBytes = 16 * mib
+	}
+	if s.PartConcurrency == 0 {
+		s.PartConcurrency = 4
+	}
+	if s.Checksum == "" {
+		s.Checksum = "crc32"
+	}
+	if s.SSE == "" {
+		s.SSE = "none"
+	}
+	if s.StorageClass == "" {
+		s.StorageClass = "STANDARD"
+	}
+	if s.MaxAttempts == 0 {
+		s.MaxAttempts = 10
+	}
+	if s.MaxBackoff == 0 {
+		s.MaxBackoff = 20 * time.Second
+	}
+	if s.Preflight == nil {
+		s.Preflight = ptr(true)
+	}
+}
+
+func (k *KafkaConfig) setDefaults() {
+	if k.Value == "" {
+		k.Value = "json"
+	}
+	if k.Compression == "" {
+		k.Compression = "lz4"
+	}
+	if k.BatchSize == 0 {
+		k.BatchSize = 1000
+	}
+	if k.BatchBytes == 0 {
+		k.BatchBytes = 1 * mib
+	}
+	if k.BatchTimeout == 0 {
+		k.BatchTimeout = 50 * time.Millisecond
+	}
+	if k.MaxAttempts == 0 {
+		k.MaxAttempts = 10
+	}
+	if k.WriteTimeout == 0 {
+		k.WriteTimeout = 10 * time.Second
+	}
+}
+
+// envEndpoint is the S3 endpoint the SDK takes from the environment.
+func envEndpoint() string {
+	if v := os.Getenv("AWS_ENDPOINT_URL_S3"); v != "" {
+		return v
+	}
+	return os.Getenv("AWS_ENDPOINT_URL")
+}
+
+var partitionName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Validate checks the section after SetDefaults; errors name the key below
+// `sinks`.
 func (c *Config) Validate() error {
 	if c.Files == nil && c.Kafka == nil {
 		return keyErr("files", "no sink configured; set sinks.files.url and/or sinks.kafka.topic")
+	}
+	if f := c.Files; f != nil {
+		if err := f.validate(); err != nil {
+			return err
+		}
+	}
+	if k := c.Kafka; k != nil {
+		if err := k.validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *FilesConfig) validate() error {
+	if f.URL == "" {
+		return keyErr("files.url", "required: s3://bucket/prefix, file:///path or a folder path")
+	}
+	if _, err := ParseURL(f.URL); err != nil {
+		return keyErr("files.url", "%v", err)
+	}
+	seen := map[string]bool{}
+	for i, p := range f.PartitionBy {
+		key := fmt.Sprintf("files.partition_by[%d]", i)
+		if p.Column == "" {
+			return keyErr(key+".column", "required: the output column whose value names the folder")
+		}
+		if !partitionName.MatchString(p.Name) {
+			return keyErr(key+".name", "%q is not a folder name: use letters, digits and _", p.Name)
+		}
+		if seen[p.Name] {
+			return keyErr(key+".name", "%q appears twice", p.Name)
+		}
+		seen[p.Name] = true
+		if p.Format != "" && strings.Contains(p.Format, "/") {
+			return keyErr(key+".format", "%q would add a folder level; use one partition_by entry per level", p.Format)
+		}
+	}
+	if f.MaxFileBytes < mib {
+		return keyErr("files.max_file_bytes", "%d is below the minimum of 1 MiB (1048576)", f.MaxFileBytes)
+	}
+	if err := f.Parquet.validate(); err != nil {
+		return err
+	}
+	if err := f.S3.validate(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (p *ParquetConfig) validate() error {
+	if !slices.Contains(ParquetCompressions, p.Compression) {
+		return keyErr("files.parquet.compression", "%q is not one of %s", p.Compression, strings.Join(ParquetCompressions, ", "))
+	}
+	if p.RowGroupRows < 1 {
+		return keyErr("files.parquet.row_group_rows", "must be at least 1")
+	}
+	if p.RowGroupBytes < mib {
+		return keyErr("files.parquet.row_group_bytes", "%d is below the minimum of 1 MiB (1048576)", p.RowGroupBytes)
+	}
+	if p.PageBytes < 4096 || int64(p.PageBytes) > p.RowGroupBytes {
+		return keyErr("files.parquet.page_bytes", "%d must be between 4096 and row_group_bytes (%d)", p.PageBytes, p.RowGroupBytes)
+	}
+	if p.DictionaryMaxBytes < 0 {
+		return keyErr("files.parquet.dictionary_max_bytes", "must not be negative")
+	}
+	if p.DataPageVersion != 1 && p.DataPageVersion != 2 {
+		return keyErr("files.parquet.data_page_version", "%d is not one of 1, 2", p.DataPageVersion)
+	}
+	return nil
+}
+
+func (s *S3Config) validate() error {
+	if s.PartBytes < minPartBytes {
+		return keyErr("files.s3.part_bytes", "%d is below S3's minimum part size of 5 MiB (5242880)", s.PartBytes)
+	}
+	if s.PartBytes > 5<<30 {
+		return keyErr("files.s3.part_bytes", "%d is above S3's maximum part size of 5 GiB", s.PartBytes)
+	}
+	if s.PartConcurrency < 1 {
+		return keyErr("files.s3.part_concurrency", "must be at least 1")
+	}
+	if !slices.Contains(S3Checksums, s.Checksum) {
+		return keyErr("files.s3.checksum", "%q is not one of %s", s.Checksum, strings.Join(S3Checksums, ", "))
+	}
+	if !slices.Contains(S3SSEModes, s.SSE) {
+		return keyErr("files.s3.sse", "%q is not one of %s", s.SSE, strings.Join(S3SSEModes, ", "))
+	}
+	if s.KMSKeyID != "" && s.SSE != "aws:kms" {
+		return keyErr("files.s3.kms_key_id", "set only with sse: aws:kms")
+	}
+	if s.MaxAttempts < 1 {
+		return keyErr("files.s3.max_attempts", "must be at least 1")
+	}
+	if s.MaxBackoff < time.Second {
+		return keyErr("files.s3.max_backoff", "%s is below the minimum of 1s", s.MaxBackoff)
+	}
+	return nil
+}
+
+func (k *KafkaConfig) validate() error {
+	if k.Topic == "" {
+		return keyErr("kafka.topic", "required: the topic to produce to")
+	}
+	if !slices.Contains(KafkaValues, k.Value) {
+		return keyErr("kafka.value", "%q is not one of %s", k.Value, strings.Join(KafkaValues, ", "))
+	}
+	if !slices.Contains(KafkaCompressions, k.Compression) {
+		return keyErr("kafka.compression", "%q is not one of %s", k.Compression, strings.Join(KafkaCompressions, ", "))
+	}
+	if k.BatchSize < 1 {
+		return keyErr("kafka.batch_size", "must be at least 1")
+	}
+	if k.BatchBytes < 1024 {
+		return keyErr("kafka.batch_bytes", "%d is below the minimum of 1024", k.BatchBytes)
+	}
+	if k.BatchTimeout < time.Millisecond {
+		return keyErr("kafka.batch_timeout", "%s is below the minimum of 1ms", k.BatchTimeout)
+	}
+	if k.MaxAttempts < 1 {
+		return keyErr("kafka.max_attempts", "must be at least 1")
+	}
+	if k.WriteTimeout < time.Second {
+		return keyErr("kafka.write_timeout", "%s is below the minimum of 1s", k.WriteTimeout)
+	}
+	return nil
+}
+
+// CheckSchema checks the keys that name output columns against the schema
+// the pipeline writes; the loader calls it once both sections are known.
+func (c *Config) CheckSchema(s *Schema) error {
+	if f := c.Files; f != nil {
+		for i, p := range f.PartitionBy {
+			key := fmt.Sprintf("files.partition_by[%d]", i)
+			j := s.Index(p.Column)
+			if j < 0 {
+				return keyErr(key+".column", "%q is not an output column", p.Column)
+			}
+			switch t := s.Fields[j].Type; t {
+			case Timestamp, Date:
+			case String, Int32, Int64, Bool:
+				if p.Format != "" {
+					return keyErr(key+".format", "column %q is %s; format applies to timestamp and date columns only", p.Column, t)
+				}
+			default:
+				return keyErr(key+".column", "column %q is %s; partition by a string, integer, bool, timestamp or date column", p.Column, t)
+			}
+		}
+	}
+	if k := c.Kafka; k != nil && k.Key != "" {
+		if s.Index(k.Key) < 0 {
+			return keyErr("kafka.key", "%q is not an output column", k.Key)
+		}
 	}
 	return nil
 }
@@ -46,3 +431,5 @@ func (e *KeyError) ConfigKey() string { return e.Key }
 func keyErr(key, format string, args ...any) error {
 	return &KeyError{Key: key, Msg: fmt.Sprintf(format, args...)}
 }
+
+func ptr[T any](v T) *T { return &v }
