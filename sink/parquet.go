@@ -1,0 +1,348 @@
+package sink
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
+	"github.com/parquet-go/parquet-go/encoding"
+)
+
+// The Parquet types each column type becomes:
+//
+//	string             BYTE_ARRAY (STRING)
+//	int32, int64       INT32, INT64
+//	float32, float64   FLOAT, DOUBLE
+//	bool               BOOLEAN
+//	timestamp          INT64 (TIMESTAMP(MILLIS|MICROS, isAdjustedToUTC=true))
+//	date               INT32 (DATE)
+//	bytes              BYTE_ARRAY
+//	json               BYTE_ARRAY (STRING): the JSON logical type reads as
+//	                   binary or fails in Spark and older pyarrow, a string
+//	                   reads everywhere and get_json_object/json_extract work
+//	map<string,string> MAP<STRING, STRING> (key_value: required key, optional value)
+//
+// A column is OPTIONAL unless its Field is Required.
+
+// parquetColumn is where one Field lands in the file.
+type parquetColumn struct {
+	field    Field
+	leaf     int // first leaf column index; a map uses leaf (keys) and leaf+1 (values)
+	optional bool
+	micros   bool // timestamp unit
+	goType   reflect.Type
+}
+
+// ParquetSchema converts s to the file schema, in s's column order.
+// Dictionary encoding applies to string, json and map columns.
+func ParquetSchema(s *Schema, dictionary bool) (*parquet.Schema, error) {
+	root, _, err := parquetColumns(s, dictionary)
+	if err != nil {
+		return nil, err
+	}
+	return parquet.NewSchema("schema", root), nil
+}
+
+func parquetColumns(s *Schema, dictionary bool) (orderedGroup, []parquetColumn, error) {
+	if s == nil || len(s.Fields) == 0 {
+		return nil, nil, fmt.Errorf("parquet: the schema has no columns")
+	}
+	group := make(orderedGroup, 0, len(s.Fields))
+	cols := make([]parquetColumn, 0, len(s.Fields))
+	seen := make(map[string]bool, len(s.Fields))
+	leaf := 0
+	for _, f := range s.Fields {
+		if f.Name == "" || seen[f.Name] {
+			return nil, nil, fmt.Errorf("parquet: column name %q is empty or repeated", f.Name)
+		}
+		seen[f.Name] = true
+		col := parquetColumn{field: f, leaf: leaf, optional: !f.Required, goType: goTypes[f.Type]}
+		var node parquet.Node
+		text := func() parquet.Node {
+			if dictionary {
+				return parquet.Encoded(parquet.String(), &parquet.RLEDictionary)
+			}
+			return parquet.String()
+		}
+		switch f.Type {
+		case String, JSON:
+			node = text()
+		case Int32:
+			node = parquet.Leaf(parquet.Int32Type)
+		case Int64:
+			node = parquet.Leaf(parquet.Int64Type)
+		case Float32:
+			node = parquet.Leaf(parquet.FloatType)
+		case Float64:
+			node = parquet.Leaf(parquet.DoubleType)
+		case Bool:
+			node = parquet.Leaf(parquet.BooleanType)
+		case Timestamp:
+			switch f.Unit {
+			case time.Millisecond:
+				node = parquet.TimestampAdjusted(parquet.Millisecond, true)
+			case time.Microsecond, 0: // Spark's and Trino's own precision
+				col.micros = true
+				node = parquet.TimestampAdjusted(parquet.Microsecond, true)
+			default:
+				return nil, nil, fmt.Errorf("parquet: column %q: timestamp unit %s is not ms or us", f.Name, f.Unit)
+			}
+		case Date:
+			node = parquet.Date()
+		case Bytes:
+			node = parquet.Leaf(parquet.ByteArrayType)
+		case StringMap:
+			node = parquet.Map(text(), parquet.Optional(text()))
+			leaf++
+		default:
+			return nil, nil, fmt.Errorf("parquet: column %q: unknown type %q", f.Name, f.Type)
+		}
+		if col.optional {
+			node = parquet.Optional(node)
+		} else {
+			node = parquet.Required(node)
+		}
+		group = append(group, orderedField{Node: node, name: f.Name})
+		cols = append(cols, col)
+		leaf++
+	}
+	return group, cols, nil
+}
+
+// orderedGroup is a group node that keeps its fields in the given order;
+// parquet.Group sorts them by name, and people read columns in the order the
+// config lists them.
+type orderedGroup []parquet.Field
+
+type orderedField struct {
+	parquet.Node
+	name string
+}
+
+func (f orderedField) Name() string                      { return f.name }
+func (f orderedField) Value(reflect.Value) reflect.Value { return reflect.Value{} }
+
+func (g orderedGroup) ID() int                     { return 0 }
+func (g orderedGroup) Type() parquet.Type          { return parquet.Group(nil).Type() }
+func (g orderedGroup) Optional() bool              { return false }
+func (g orderedGroup) Repeated() bool              { return false }
+func (g orderedGroup) Required() bool              { return true }
+func (g orderedGroup) Leaf() bool                  { return false }
+func (g orderedGroup) Fields() []parquet.Field     { return g }
+func (g orderedGroup) Encoding() encoding.Encoding { return nil }
+func (g orderedGroup) Compression() compress.Codec { return nil }
+func (g orderedGroup) GoType() reflect.Type        { return g.unordered().GoType() }
+func (g orderedGroup) unordered() parquet.Group    { return maps.Collect(g.all()) }
+func (g orderedGroup) String() string              { return g.print() }
+func (g orderedGroup) all() func(func(string, parquet.Node) bool) {
+	return func(yield func(string, parquet.Node) bool) {
+		for _, f := range g {
+			if !yield(f.Name(), f) {
+				return
+			}
+		}
+	}
+}
+
+func (g orderedGroup) print() string {
+	var b strings.Builder
+	_ = parquet.PrintSchema(&b, "", g)
+	return b.String()
+}
+
+// ParquetWriter streams rows of one Schema into a Parquet file. It holds at
+// most one row group in memory (encoded and compressed page by page).
+type ParquetWriter struct {
+	w             *parquet.Writer
+	cols          []parquetColumn
+	rowGroupBytes int64
+	groupStart    int64 // Size() when the open row group began
+	row           parquet.Row
+	rows          []parquet.Row
+	keys          []string
+}
+
+// NewParquetWriter starts a file on out. cfg must have had SetDefaults.
+func NewParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig) (*ParquetWriter, error) {
+	root, cols, err := parquetColumns(s, *cfg.Dictionary)
+	if err != nil {
+		return nil, err
+	}
+	codec, err := parquetCodec(cfg.Compression)
+	if err != nil {
+		return nil, err
+	}
+	w := parquet.NewWriter(out,
+		parquet.NewSchema("schema", root),
+		parquet.Compression(codec),
+		parquet.MaxRowsPerRowGroup(cfg.RowGroupRows),
+		parquet.PageBufferSize(cfg.PageBytes),
+		parquet.DataPageVersion(cfg.DataPageVersion),
+		parquet.DataPageStatistics(true),
+		parquet.DictionaryMaxBytes(cfg.DictionaryMaxBytes),
+	)
+	return &ParquetWriter{w: w, cols: cols, rowGroupBytes: cfg.RowGroupBytes, rows: make([]parquet.Row, 1)}, nil
+}
+
+func parquetCodec(name string) (compress.Codec, error) {
+	switch name {
+	case "zstd":
+		return &parquet.Zstd, nil
+	case "snappy":
+		return &parquet.Snappy, nil
+	case "gzip":
+		return &parquet.Gzip, nil
+	case "none":
+		return &parquet.Uncompressed, nil
+	}
+	return nil, fmt.Errorf("parquet: compression %q is not one of %s", name, strings.Join(ParquetCompressions, ", "))
+}
+
+// WriteRow appends one row. The error names the column whose value does not
+// fit its type (or is null in a required column); the file stays usable.
+func (pw *ParquetWriter) WriteRow(r Row) error {
+	if len(r) != len(pw.cols) {
+		return fmt.Errorf("parquet: row has %d values, the schema %d columns", len(r), len(pw.cols))
+	}
+	row := pw.row[:0]
+	for i, c := range pw.cols {
+		var err error
+		if row, err = pw.appendValue(row, c, r[i]); err != nil {
+			return fmt.Errorf("parquet: column %q (%s): %w", c.field.Name, c.field.Type, err)
+		}
+	}
+	pw.row = row
+	pw.rows[0] = row
+	if _, err := pw.w.WriteRows(pw.rows); err != nil {
+		return fmt.Errorf("parquet: %w", err)
+	}
+	// parquet-go cuts row groups by row count only; cut by size here.
+	if size := pw.w.Size(); size-pw.groupStart >= pw.rowGroupBytes {
+		if err := pw.w.Flush(); err != nil {
+			return fmt.Errorf("parquet: %w", err)
+		}
+		pw.groupStart = pw.w.Size()
+	}
+	return nil
+}
+
+// Size estimates the file size so far: bytes written plus the open row
+// group before compression, so it errs high.
+func (pw *ParquetWriter) Size() int64 { return pw.w.Size() }
+
+// Close writes the last row group and the footer.
+func (pw *ParquetWriter) Close() error {
+	if err := pw.w.Close(); err != nil {
+		return fmt.Errorf("parquet: %w", err)
+	}
+	return nil
+}
+
+func (pw *ParquetWriter) appendValue(row parquet.Row, c parquetColumn, v any) (parquet.Row, error) {
+	def := 0
+	if c.optional {
+		def = 1
+	}
+	if v == nil {
+		if !c.optional {
+			return row, fmt.Errorf("null in a required column")
+		}
+		row = append(row, parquet.NullValue().Level(0, 0, c.leaf))
+		if c.field.Type == StringMap {
+			row = append(row, parquet.NullValue().Level(0, 0, c.leaf+1))
+		}
+		return row, nil
+	}
+	if reflect.TypeOf(v) != c.goType {
+		return row, fmt.Errorf("holds %T, want %s", v, c.goType)
+	}
+	var val parquet.Value
+	switch x := v.(type) {
+	case string:
+		val = parquet.ByteArrayValue(stringBytes(x))
+	case int32:
+		val = parquet.Int32Value(x)
+	case int64:
+		val = parquet.Int64Value(x)
+	case float32:
+		val = parquet.FloatValue(x)
+	case float64:
+		val = parquet.DoubleValue(x)
+	case bool:
+		val = parquet.BooleanValue(x)
+	case []byte:
+		val = parquet.ByteArrayValue(x)
+	case time.Time:
+		switch {
+		case c.field.Type == Date:
+			val = parquet.Int32Value(int32(epochDay(x)))
+		case c.micros:
+			val = parquet.Int64Value(x.UnixMicro())
+		default:
+			val = parquet.Int64Value(x.UnixMilli())
+		}
+	case map[string]string:
+		return pw.appendMap(row, c, def, x), nil
+	}
+	return append(row, val.Level(0, def, c.leaf)), nil
+}
+
+// appendMap writes a map as its key_value group: every key, then every
+// value, keys sorted so that the same row always makes the same bytes.
+func (pw *ParquetWriter) appendMap(row parquet.Row, c parquetColumn, def int, m map[string]string) parquet.Row {
+	if len(m) == 0 { // present but empty: defined up to the map level
+		return append(row,
+			parquet.NullValue().Level(0, def, c.leaf),
+			parquet.NullValue().Level(0, def, c.leaf+1))
+	}
+	keys := pw.keys[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	pw.keys = keys
+	for i, k := range keys {
+		row = append(row, parquet.ByteArrayValue(stringBytes(k)).Level(min(i, 1), def+1, c.leaf))
+	}
+	for i, k := range keys {
+		// The value is optional, so a present value is one level deeper.
+		row = append(row, parquet.ByteArrayValue(stringBytes(m[k])).Level(min(i, 1), def+2, c.leaf+1))
+	}
+	return row
+}
+
+// goTypes is the Go type a Row holds for each column type.
+var goTypes = map[Type]reflect.Type{
+	String:    reflect.TypeFor[string](),
+	JSON:      reflect.TypeFor[string](),
+	Int32:     reflect.TypeFor[int32](),
+	Int64:     reflect.TypeFor[int64](),
+	Float32:   reflect.TypeFor[float32](),
+	Float64:   reflect.TypeFor[float64](),
+	Bool:      reflect.TypeFor[bool](),
+	Timestamp: reflect.TypeFor[time.Time](),
+	Date:      reflect.TypeFor[time.Time](),
+	Bytes:     reflect.TypeFor[[]byte](),
+	StringMap: reflect.TypeFor[map[string]string](),
+}
+
+// epochDay is the day number of t's UTC date, counted from 1970-01-01.
+func epochDay(t time.Time) int64 {
+	s := t.Unix()
+	d := s / 86400
+	if s%86400 < 0 {
+		d--
+	}
+	return d
+}
+
+// stringBytes views s as bytes without copying; parquet-go copies values
+// into its column buffers and never writes through them.
+func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

@@ -1,0 +1,353 @@
+package sink
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// allTypes has one column of every type, optional, plus required ones.
+var allTypes = &Schema{Fields: []Field{
+	{Name: "ts_ms", Type: Timestamp, Unit: time.Millisecond, Required: true},
+	{Name: "s", Type: String},
+	{Name: "i32", Type: Int32},
+	{Name: "i64", Type: Int64},
+	{Name: "f32", Type: Float32},
+	{Name: "f64", Type: Float64},
+	{Name: "b", Type: Bool},
+	{Name: "ts_us", Type: Timestamp, Unit: time.Microsecond},
+	{Name: "d", Type: Date},
+	{Name: "raw", Type: Bytes},
+	{Name: "doc", Type: JSON},
+	{Name: "labels", Type: StringMap},
+	{Name: "req_labels", Type: StringMap, Required: true},
+	{Name: "req_s", Type: String, Required: true},
+}}
+
+func allTypesRows() []Row {
+	t0 := time.Date(2026, 11, 29, 7, 5, 3, 123456789, time.UTC)
+	day := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	return []Row{
+		{t0, "héllo", int32(-7), int64(1) << 40, float32(1.5), 2.25, true, t0, day, []byte{0, 1, 2}, `{"a":[1,2]}`,
+			map[string]string{"b": "2", "a": "1", "": "empty key"}, map[string]string{"k": "v"}, "x"},
+		{t0.Add(time.Second), nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, map[string]string{}, ""},
+		{t0.Add(2 * time.Second), "", int32(math.MaxInt32), int64(math.MinInt64), float32(math.Inf(-1)), math.NaN(), false,
+			time.Date(1969, 12, 31, 23, 59, 59, 999999000, time.UTC), time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC), []byte{}, `null`,
+			map[string]string{}, map[string]string{"a": ""}, "y"},
+	}
+}
+
+func testParquetConfig() *ParquetConfig {
+	c := &ParquetConfig{}
+	c.setDefaults()
+	return c
+}
+
+func encodeParquet(t testing.TB, s *Schema, cfg *ParquetConfig, rows []Row) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := NewParquetWriter(&buf, s, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rows {
+		if err := w.WriteRow(r); err != nil {
+			t.Fatalf("row %d: %v", i, err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// decodeParquet reads a file back into Rows of s with parquet-go, undoing
+// the column mapping by hand, so the test checks the levels we wrote.
+func decodeParquet(t testing.TB, s *Schema, data []byte) (*parquet.File, []Row) {
+	t.Helper()
+	f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, cols, err := parquetColumns(s, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []Row
+	for _, rg := range f.RowGroups() {
+		rows := rg.Rows()
+		buf := make([]parquet.Row, 16)
+		for {
+			n, err := rows.ReadRows(buf)
+			for _, pr := range buf[:n] {
+				out = append(out, decodeRow(t, cols, pr))
+			}
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		rows.Close()
+	}
+	return f, out
+}
+
+func decodeRow(t testing.TB, cols []parquetColumn, pr parquet.Row) Row {
+	byCol := map[int][]parquet.Value{}
+	for _, v := range pr {
+		byCol[v.Column()] = append(byCol[v.Column()], v)
+	}
+	r := make(Row, len(cols))
+	for i, c := range cols {
+		vs := byCol[c.leaf]
+		if c.field.Type == StringMap {
+			vals := byCol[c.leaf+1]
+			if vs[0].IsNull() {
+				if vs[0].DefinitionLevel() == 0 && c.optional {
+					r[i] = nil
+				} else {
+					r[i] = map[string]string{}
+				}
+				continue
+			}
+			m := map[string]string{}
+			for j := range vs {
+				m[string(vs[j].ByteArray())] = string(vals[j].ByteArray())
+			}
+			r[i] = m
+			continue
+		}
+		v := vs[0]
+		if v.IsNull() {
+			continue
+		}
+		switch c.field.Type {
+		case String, JSON:
+			r[i] = string(v.ByteArray())
+		case Int32:
+			r[i] = v.Int32()
+		case Int64:
+			r[i] = v.Int64()
+		case Float32:
+			r[i] = v.Float()
+		case Float64:
+			r[i] = v.Double()
+		case Bool:
+			r[i] = v.Boolean()
+		case Timestamp:
+			if c.micros {
+				r[i] = time.UnixMicro(v.Int64()).UTC()
+			} else {
+				r[i] = time.UnixMilli(v.Int64()).UTC()
+			}
+		case Date:
+			r[i] = time.Unix(int64(v.Int32())*86400, 0).UTC()
+		case Bytes:
+			r[i] = append([]byte{}, v.ByteArray()...)
+		}
+	}
+	return r
+}
+
+// expected is what a row reads back as: timestamps at their unit.
+func expected(s *Schema, rows []Row) []Row {
+	out := make([]Row, len(rows))
+	for i, r := range rows {
+		out[i] = append(Row{}, r...)
+		for j, f := range s.Fields {
+			if ts, ok := r[j].(time.Time); ok && f.Type == Timestamp {
+				unit := f.Unit
+				if unit == 0 {
+					unit = time.Microsecond
+				}
+				out[i][j] = ts.Truncate(unit)
+			}
+		}
+	}
+	return out
+}
+
+func sameRows(t *testing.T, got, want []Row) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got %d rows, want %d", len(got), len(want))
+	}
+	for i := range want {
+		for j := range want[i] {
+			g, w := got[i][j], want[i][j]
+			if gf, ok := g.(float64); ok && math.IsNaN(gf) {
+				if wf, ok := w.(float64); ok && math.IsNaN(wf) {
+					continue
+				}
+			}
+			if !reflect.DeepEqual(g, w) {
+				t.Errorf("row %d column %d: got %#v, want %#v", i, j, g, w)
+			}
+		}
+	}
+}
+
+func TestParquetRoundTrip(t *testing.T) {
+	rows := allTypesRows()
+	for _, codec := range ParquetCompressions {
+		for _, dict := range []bool{true, false} {
+			cfg := testParquetConfig()
+			cfg.Compression = codec
+			cfg.Dictionary = &dict
+			data := encodeParquet(t, allTypes, cfg, rows)
+			f, got := decodeParquet(t, allTypes, data)
+			sameRows(t, got, expected(allTypes, rows))
+			want := map[string]format.CompressionCodec{"zstd": format.Zstd, "snappy": format.Snappy, "gzip": format.Gzip, "none": format.Uncompressed}[codec]
+			for _, cc := range f.Metadata().RowGroups[0].Columns {
+				if cc.MetaData.Codec != want {
+					t.Errorf("%s: column %v codec %v", codec, cc.MetaData.PathInSchema, cc.MetaData.Codec)
+				}
+			}
+		}
+	}
+}
+
+func TestParquetSchemaTypes(t *testing.T) {
+	data := encodeParquet(t, allTypes, testParquetConfig(), allTypesRows())
+	f, _ := decodeParquet(t, allTypes, data)
+	got := f.Schema().String()
+	for _, want := range []string{
+		"required int64 ts_ms (TIMESTAMP(isAdjustedToUTC=true,unit=MILLIS));",
+		"optional binary s (STRING);",
+		"optional int32 i32",
+		"optional int64 i64",
+		"optional float f32;",
+		"optional double f64;",
+		"optional boolean b;",
+		"optional int64 ts_us (TIMESTAMP(isAdjustedToUTC=true,unit=MICROS));",
+		"optional int32 d (DATE);",
+		"optional binary raw;",
+		"optional binary doc (STRING);",
+		"optional group labels (MAP) {",
+		"required group req_labels (MAP) {",
+		"repeated group key_value {",
+		"required binary key (STRING);",
+		"optional binary value (STRING);",
+		"required binary req_s (STRING);",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("schema lacks %q:\n%s", want, got)
+		}
+	}
+	// Columns keep the config's order, not parquet-go's sorted one.
+	var names []string
+	for _, fl := range f.Schema().Fields() {
+		names = append(names, fl.Name())
+	}
+	var want []string
+	for _, fl := range allTypes.Fields {
+		want = append(want, fl.Name)
+	}
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("column order %v, want %v", names, want)
+	}
+}
+
+func TestParquetStatisticsAndDictionary(t *testing.T) {
+	for _, dict := range []bool{true, false} {
+		cfg := testParquetConfig()
+		cfg.Dictionary = &dict
+		data := encodeParquet(t, allTypes, cfg, allTypesRows())
+		f, _ := decodeParquet(t, allTypes, data)
+		for _, cc := range f.Metadata().RowGroups[0].Columns {
+			md := cc.MetaData
+			path := strings.Join(md.PathInSchema, ".")
+			if md.Statistics.NullCount == 0 && path == "s" {
+				t.Errorf("%s: no null count in statistics", path)
+			}
+			if path == "i64" && (len(md.Statistics.MinValue) == 0 || len(md.Statistics.MaxValue) == 0) {
+				t.Errorf("%s: no min/max statistics", path)
+			}
+			hasDict := md.DictionaryPageOffset != 0
+			text := path == "s" || path == "doc" || strings.HasPrefix(path, "labels.") || strings.HasPrefix(path, "req_labels.") || path == "req_s"
+			if text && hasDict != dict {
+				t.Errorf("dictionary=%v: %s has dictionary page %v", dict, path, hasDict)
+			}
+			if !text && hasDict {
+				t.Errorf("%s: dictionary page on a non-text column", path)
+			}
+		}
+	}
+}
+
+func TestParquetRowGroups(t *testing.T) {
+	cfg := testParquetConfig()
+	cfg.RowGroupRows = 10
+	rows := make([]Row, 35)
+	for i := range rows {
+		rows[i] = Row{time.UnixMilli(int64(i)).UTC(), "m"}
+	}
+	s := &Schema{Fields: []Field{{Name: "ts", Type: Timestamp, Unit: time.Millisecond}, {Name: "m", Type: String}}}
+	data := encodeParquet(t, s, cfg, rows)
+	f, got := decodeParquet(t, s, data)
+	if n := len(f.RowGroups()); n != 4 {
+		t.Errorf("%d row groups, want 4", n)
+	}
+	sameRows(t, got, rows)
+
+	// By size: a row group closes once its estimate passes row_group_bytes.
+	cfg = testParquetConfig()
+	cfg.RowGroupBytes = 64 << 10
+	cfg.PageBytes = 8 << 10
+	big := strings.Repeat("x", 1000)
+	rows = make([]Row, 500)
+	for i := range rows {
+		rows[i] = Row{time.UnixMilli(int64(i)).UTC(), big + strconv.Itoa(i)}
+	}
+	data = encodeParquet(t, s, cfg, rows)
+	f, got = decodeParquet(t, s, data)
+	if n := len(f.RowGroups()); n < 5 {
+		t.Errorf("%d row groups for ~500 KB with 64 KiB row groups", n)
+	}
+	sameRows(t, got, rows)
+}
+
+func TestParquetRefusesBadValues(t *testing.T) {
+	s := &Schema{Fields: []Field{{Name: "need", Type: String, Required: true}, {Name: "n", Type: Int64}}}
+	for _, tc := range []struct {
+		row  Row
+		want string
+	}{
+		{Row{nil, int64(1)}, `column "need" (string): null in a required column`},
+		{Row{"x", 1}, `column "n" (int64): holds int`},
+		{Row{"x"}, "row has 1 values, the schema 2 columns"},
+	} {
+		w, err := NewParquetWriter(io.Discard, s, testParquetConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = w.WriteRow(tc.row)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("WriteRow(%v) = %v, want %q", tc.row, err, tc.want)
+		}
+		// The writer still takes good rows after a refused one.
+		if err := w.WriteRow(Row{"ok", nil}); err != nil {
+			t.Errorf("after a refused row: %v", err)
+		}
+	}
+}
+
+func TestParquetDeterministic(t *testing.T) {
+	a := encodeParquet(t, allTypes, testParquetConfig(), allTypesRows())
+	for range 5 {
+		if b := encodeParquet(t, allTypes, testParquetConfig(), allTypesRows()); !bytes.Equal(a, b) {
+			t.Fatal("the same rows gave different bytes; a re-run would not overwrite with the same file")
+		}
+	}
+}
