@@ -57,8 +57,8 @@ func findIMDS(ctx context.Context, _ Config) (Identity, error) {
 		}
 		return Identity{}, ep.notHere(fmt.Errorf("IMDS at %s: %w", ep.base, err), "on EC2")
 	}
-	// Outposts and old mocks may lack the zone ID; the name alone still
-	// serves self-managed clusters.
+	// An IMDS without the zone ID (an emulator, say) still names the zone,
+	// which serves self-managed clusters.
 	id, err := imdsValue(ctx, client, "placement/availability-zone-id")
 	if err != nil && wire.lastStatus() != http.StatusNotFound {
 		return Identity{}, fmt.Errorf("IMDS at %s: zone ID: %w", ep.base, wire.cause(err))
