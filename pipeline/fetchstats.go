@@ -1,0 +1,119 @@
+package pipeline
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// FetchStats counts the bytes of every Fetch response the partition readers
+// receive, by the broker that sent them, and splits them into same-rack and
+// cross-rack bytes relative to the reader's rack: cross-rack bytes are what a
+// cloud bills as inter-zone transfer. A byte is same-rack only when both the
+// reader and the broker have a rack and the racks are equal. The zero value is
+// ready to use, a nil *FetchStats counts nothing, and one FetchStats may be
+// shared by all readers of a process.
+type FetchStats struct {
+	sameRack  atomic.Int64
+	crossRack atomic.Int64
+
+	mu      sync.RWMutex
+	brokers map[int32]*brokerFetchCounters
+}
+
+type brokerFetchCounters struct {
+	rack    atomic.Value // string
+	bytes   atomic.Int64
+	fetches atomic.Int64
+}
+
+// FetchSnapshot is a point-in-time copy of FetchStats.
+type FetchSnapshot struct {
+	SameRackBytes  int64
+	CrossRackBytes int64
+	// Brokers is ordered by broker id.
+	Brokers []BrokerFetchStats
+}
+
+// BrokerFetchStats is what was fetched from one broker.
+type BrokerFetchStats struct {
+	ID      int32
+	Rack    string
+	Bytes   int64
+	Fetches int64
+}
+
+// add counts one Fetch response of n bytes from broker id.
+func (s *FetchStats) add(id int32, brokerRack, readerRack string, n int) {
+	if s == nil {
+		return
+	}
+	if readerRack != "" && brokerRack == readerRack {
+		s.sameRack.Add(int64(n))
+	} else {
+		s.crossRack.Add(int64(n))
+	}
+
+	s.mu.RLock()
+	c := s.brokers[id]
+	s.mu.RUnlock()
+	if c == nil {
+		s.mu.Lock()
+		if s.brokers == nil {
+			s.brokers = make(map[int32]*brokerFetchCounters)
+		}
+		if c = s.brokers[id]; c == nil {
+			c = new(brokerFetchCounters)
+			s.brokers[id] = c
+		}
+		s.mu.Unlock()
+	}
+	// The rack is the broker's latest: a broker may restart in another.
+	c.rack.Store(brokerRack)
+	c.bytes.Add(int64(n))
+	c.fetches.Add(1)
+}
+
+// Snapshot copies the counters.
+func (s *FetchStats) Snapshot() FetchSnapshot {
+	if s == nil {
+		return FetchSnapshot{}
+	}
+	snap := FetchSnapshot{
+		SameRackBytes:  s.sameRack.Load(),
+		CrossRackBytes: s.crossRack.Load(),
+	}
+	s.mu.RLock()
+	for id, c := range s.brokers {
+		rack, _ := c.rack.Load().(string)
+		snap.Brokers = append(snap.Brokers, BrokerFetchStats{
+			ID:      id,
+			Rack:    rack,
+			Bytes:   c.bytes.Load(),
+			Fetches: c.fetches.Load(),
+		})
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(snap.Brokers, func(a, b BrokerFetchStats) int { return int(a.ID) - int(b.ID) })
+	return snap
+}
+
+// ByRack sums the bytes fetched from the brokers of each rack ("" for brokers
+// without one).
+func (s FetchSnapshot) ByRack() map[string]int64 {
+	racks := make(map[string]int64)
+	for _, b := range s.Brokers {
+		racks[b.Rack] += b.Bytes
+	}
+	return racks
+}
+
+// SameRackShare is the fraction of fetched bytes that stayed in the reader's
+// rack, or 0 before anything was fetched.
+func (s FetchSnapshot) SameRackShare() float64 {
+	total := s.SameRackBytes + s.CrossRackBytes
+	if total == 0 {
+		return 0
+	}
+	return float64(s.SameRackBytes) / float64(total)
+}
