@@ -1,0 +1,485 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
+	"github.com/segmentio/kafka-go/protocol/apiversions"
+	"github.com/segmentio/kafka-go/protocol/listoffsets"
+	"github.com/segmentio/kafka-go/protocol/metadata"
+	"github.com/segmentio/kafka-go/protocol/saslauthenticate"
+	"github.com/segmentio/kafka-go/protocol/saslhandshake"
+	"github.com/segmentio/kafka-go/sasl"
+)
+
+// ListOffsets timestamps with a special meaning (KIP-79).
+const (
+	listEarliest int64 = -2
+	listLatest   int64 = -1
+)
+
+// brokerPool is one partition reader's view of the cluster: broker addresses
+// and racks from metadata, and one connection per broker. Connections are not
+// shared between readers: a protocol.Conn carries one request at a time, and a
+// long-polling fetch for one partition must not hold up another partition's.
+type brokerPool struct {
+	dialer *kafka.Dialer
+	seeds  []string
+	log    *slog.Logger
+
+	mu     sync.Mutex
+	nodes  map[int32]brokerNode
+	conns  map[int32]*brokerConn
+	closed bool
+}
+
+type brokerNode struct {
+	ID   int32
+	Addr string
+	Rack string
+}
+
+// partitionState is what metadata says about one partition. LeaderEpoch is -1
+// when the broker answers a Metadata version older than v7; brokers then skip
+// the epoch check.
+type partitionState struct {
+	Leader      int32
+	LeaderEpoch int32
+	Replicas    []int32
+}
+
+func newBrokerPool(dialer *kafka.Dialer, seeds []string, log *slog.Logger) *brokerPool {
+	return &brokerPool{
+		dialer: dialer,
+		seeds:  seeds,
+		log:    log,
+		nodes:  make(map[int32]brokerNode),
+		conns:  make(map[int32]*brokerConn),
+	}
+}
+
+var errPoolClosed = errors.New("partition reader closed")
+
+// node returns what the last metadata said about broker id.
+func (p *brokerPool) node(id int32) (brokerNode, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n, ok := p.nodes[id]
+	return n, ok
+}
+
+// conn returns the open connection to broker id, dialling it if needed.
+func (p *brokerPool) conn(ctx context.Context, id int32) (*brokerConn, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errPoolClosed
+	}
+	if c := p.conns[id]; c != nil {
+		p.mu.Unlock()
+		return c, nil
+	}
+	n, ok := p.nodes[id]
+	p.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("broker %d is not in the cluster metadata", id)
+	}
+
+	c, err := dialBroker(ctx, p.dialer, n.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("broker %d (%s): %w", id, n.Addr, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		c.close()
+		return nil, errPoolClosed
+	}
+	p.conns[id] = c
+	return c, nil
+}
+
+// drop closes the connection to broker id after an I/O error: its stream is
+// out of step and cannot carry another request.
+func (p *brokerPool) drop(id int32, c *brokerConn) {
+	p.mu.Lock()
+	if p.conns[id] == c {
+		delete(p.conns, id)
+	}
+	p.mu.Unlock()
+	c.close()
+}
+
+func (p *brokerPool) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
+func (p *brokerPool) close() {
+	p.mu.Lock()
+	conns := p.conns
+	p.conns = nil
+	p.closed = true
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
+}
+
+// partition asks for fresh metadata of one topic and returns the partition's
+// leader. It tries the brokers it knows, then the seed brokers, so it finds
+// the cluster again after the broker it last talked to has gone.
+func (p *brokerPool) partition(ctx context.Context, topic string, partition int) (partitionState, error) {
+	res, version, err := p.metadata(ctx, topic)
+	if err != nil {
+		return partitionState{}, err
+	}
+	for _, t := range res.Topics {
+		if t.Name != topic {
+			continue
+		}
+		if t.ErrorCode != 0 {
+			return partitionState{}, fmt.Errorf("metadata for topic %q: %w", topic, kafka.Error(t.ErrorCode))
+		}
+		for _, part := range t.Partitions {
+			if int(part.PartitionIndex) != partition {
+				continue
+			}
+			if part.ErrorCode != 0 && part.LeaderID < 0 {
+				return partitionState{}, fmt.Errorf("metadata for %s/%d: %w", topic, partition, kafka.Error(part.ErrorCode))
+			}
+			if part.LeaderID < 0 {
+				return partitionState{}, fmt.Errorf("metadata for %s/%d: %w", topic, partition, kafka.LeaderNotAvailable)
+			}
+			epoch := part.LeaderEpoch
+			if version < 7 {
+				epoch = -1
+			}
+			return partitionState{Leader: part.LeaderID, LeaderEpoch: epoch, Replicas: part.ReplicaNodes}, nil
+		}
+		return partitionState{}, fmt.Errorf("metadata for topic %q has no partition %d: %w", topic, partition, kafka.UnknownTopicOrPartition)
+	}
+	return partitionState{}, fmt.Errorf("metadata has no topic %q: %w", topic, kafka.UnknownTopicOrPartition)
+}
+
+// metadata returns the answer and the Metadata version it came in.
+func (p *brokerPool) metadata(ctx context.Context, topic string) (*metadata.Response, int16, error) {
+	if p.isClosed() {
+		return nil, 0, errPoolClosed
+	}
+	req := &metadata.Request{TopicNames: []string{topic}}
+	var errs []error
+
+	p.mu.Lock()
+	ids := make([]int32, 0, len(p.nodes))
+	for id := range p.nodes {
+		ids = append(ids, id)
+	}
+	p.mu.Unlock()
+	for _, id := range ids {
+		c, err := p.conn(ctx, id)
+		if err == nil {
+			var msg protocol.Message
+			if msg, err = c.roundTrip(ctx, req); err == nil {
+				res := msg.(*metadata.Response)
+				p.learn(res)
+				return res, c.versions[protocol.Metadata], nil
+			}
+			p.drop(id, c)
+		}
+		if ctx.Err() != nil || errors.Is(err, errPoolClosed) {
+			return nil, 0, err
+		}
+		errs = append(errs, err)
+	}
+
+	for _, addr := range p.seeds {
+		c, err := dialBroker(ctx, p.dialer, addr)
+		if err == nil {
+			var msg protocol.Message
+			msg, err = c.roundTrip(ctx, req)
+			c.close()
+			if err == nil {
+				res := msg.(*metadata.Response)
+				p.learn(res)
+				return res, c.versions[protocol.Metadata], nil
+			}
+		}
+		if ctx.Err() != nil {
+			return nil, 0, ctx.Err()
+		}
+		errs = append(errs, fmt.Errorf("seed %s: %w", addr, err))
+	}
+	if len(errs) == 0 {
+		return nil, 0, errors.New("metadata: no seed brokers configured")
+	}
+	return nil, 0, fmt.Errorf("metadata: no broker answered: %w", errors.Join(errs...))
+}
+
+// learn replaces the broker list with the one in res and closes connections
+// to brokers that left or changed address.
+func (p *brokerPool) learn(res *metadata.Response) {
+	nodes := make(map[int32]brokerNode, len(res.Brokers))
+	for _, b := range res.Brokers {
+		nodes[b.NodeID] = brokerNode{
+			ID:   b.NodeID,
+			Addr: net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))),
+			Rack: b.Rack,
+		}
+	}
+	var stale []*brokerConn
+	p.mu.Lock()
+	for id, c := range p.conns {
+		if n, ok := nodes[id]; !ok || n.Addr != c.addr {
+			stale = append(stale, c)
+			delete(p.conns, id)
+		}
+	}
+	p.nodes = nodes
+	p.mu.Unlock()
+	for _, c := range stale {
+		c.close()
+	}
+}
+
+// listOffset sends ListOffsets for one partition to its leader. ts is a
+// Unix-millisecond timestamp or listEarliest/listLatest; under read_committed
+// listLatest answers the last stable offset.
+func (p *brokerPool) listOffset(ctx context.Context, st partitionState, topic string, partition int, ts int64, isolation int8) (int64, error) {
+	c, err := p.conn(ctx, st.Leader)
+	if err != nil {
+		return 0, err
+	}
+	msg, err := c.roundTrip(ctx, &listoffsets.Request{
+		ReplicaID:      -1,
+		IsolationLevel: isolation,
+		Topics: []listoffsets.RequestTopic{{
+			Topic: topic,
+			Partitions: []listoffsets.RequestPartition{{
+				Partition:          int32(partition),
+				CurrentLeaderEpoch: st.LeaderEpoch,
+				Timestamp:          ts,
+			}},
+		}},
+	})
+	if err != nil {
+		p.drop(st.Leader, c)
+		return 0, err
+	}
+	for _, t := range msg.(*listoffsets.Response).Topics {
+		for _, part := range t.Partitions {
+			if t.Topic != topic || int(part.Partition) != partition {
+				continue
+			}
+			if part.ErrorCode != 0 {
+				return 0, fmt.Errorf("list offsets of %s/%d at broker %d: %w", topic, partition, st.Leader, kafka.Error(part.ErrorCode))
+			}
+			return part.Offset, nil
+		}
+	}
+	return 0, fmt.Errorf("list offsets of %s/%d: broker %d did not answer for the partition", topic, partition, st.Leader)
+}
+
+// brokerConn is one authenticated connection to one broker. It is dialled
+// with the settings of a kafka.Dialer (DialFunc, Timeout, Resolver, TLS,
+// SASLMechanism, ClientID) because kafka-go's Dialer hands out a *kafka.Conn,
+// whose socket cannot carry protocol-package requests, and kafka-go's
+// Transport always routes a Fetch to the leader.
+type brokerConn struct {
+	addr     string
+	pc       *protocol.Conn
+	clientID string
+	versions map[protocol.ApiKey]int16
+	nextID   int32
+}
+
+func dialBroker(ctx context.Context, d *kafka.Dialer, addr string) (*brokerConn, error) {
+	if d.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d.Timeout)
+		defer cancel()
+	}
+	if !d.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Deadline)
+		defer cancel()
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("broker address %q: %w", addr, err)
+	}
+	target := addr
+	if d.Resolver != nil {
+		hosts, err := d.Resolver.LookupHost(ctx, host)
+		if err != nil {
+			return nil, fmt.Errorf("resolve %s: %w", host, err)
+		}
+		if len(hosts) > 0 {
+			target = hosts[0]
+			if _, _, err := net.SplitHostPort(target); err != nil {
+				target = net.JoinHostPort(target, port)
+			}
+		}
+	}
+
+	dial := d.DialFunc
+	if dial == nil {
+		dial = (&net.Dialer{LocalAddr: d.LocalAddr, KeepAlive: d.KeepAlive}).DialContext
+	}
+	nc, err := dial(ctx, "tcp", target)
+	if err != nil {
+		return nil, err
+	}
+	if d.TLS != nil {
+		cfg := d.TLS
+		if cfg.ServerName == "" {
+			cfg = cfg.Clone()
+			cfg.ServerName = host
+		}
+		tc := tls.Client(nc, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+		}
+		nc = tc
+	}
+
+	c := &brokerConn{addr: addr, pc: protocol.NewConn(nc, d.ClientID), clientID: d.ClientID}
+	if err := c.negotiate(ctx); err != nil {
+		c.close()
+		return nil, err
+	}
+	if d.SASLMechanism != nil {
+		portNum, _ := strconv.Atoi(port)
+		sctx := sasl.WithMetadata(ctx, &sasl.Metadata{Host: host, Port: portNum})
+		if err := c.authenticate(sctx, d.SASLMechanism); err != nil {
+			c.close()
+			return nil, fmt.Errorf("SASL %s with %s: %w", d.SASLMechanism.Name(), addr, err)
+		}
+	}
+	return c, nil
+}
+
+// negotiate picks, for every API, the highest version both sides speak.
+func (c *brokerConn) negotiate(ctx context.Context) error {
+	msg, err := c.roundTrip(ctx, &apiversions.Request{})
+	if err != nil {
+		return fmt.Errorf("api versions: %w", err)
+	}
+	res := msg.(*apiversions.Response)
+	if res.ErrorCode != 0 {
+		return fmt.Errorf("api versions: %w", kafka.Error(res.ErrorCode))
+	}
+	c.versions = make(map[protocol.ApiKey]int16, len(res.ApiKeys))
+	for _, k := range res.ApiKeys {
+		key := protocol.ApiKey(k.ApiKey)
+		c.versions[key] = key.SelectVersion(k.MinVersion, k.MaxVersion)
+	}
+	c.pc.SetVersions(c.versions)
+	return nil
+}
+
+func (c *brokerConn) authenticate(ctx context.Context, mech sasl.Mechanism) error {
+	msg, err := c.roundTrip(ctx, &saslhandshake.Request{Mechanism: mech.Name()})
+	if err != nil {
+		return err
+	}
+	if code := msg.(*saslhandshake.Response).ErrorCode; code != 0 {
+		return kafka.Error(code)
+	}
+	sess, state, err := mech.Start(ctx)
+	if err != nil {
+		return err
+	}
+	for done := false; !done; {
+		msg, err := c.roundTrip(ctx, &saslauthenticate.Request{AuthBytes: state})
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			// Brokers may end a failed exchange by hanging up.
+			return fmt.Errorf("%w (the broker hung up)", kafka.SASLAuthenticationFailed)
+		}
+		if err != nil {
+			return err
+		}
+		res := msg.(*saslauthenticate.Response)
+		if res.ErrorCode != 0 {
+			return fmt.Errorf("%w: %s", kafka.Error(res.ErrorCode), res.ErrorMessage)
+		}
+		if done, state, err = sess.Next(ctx, res.AuthBytes); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// roundTrip sends req and decodes the answer. Any error leaves the connection
+// unusable; the caller drops it.
+func (c *brokerConn) roundTrip(ctx context.Context, req protocol.Message) (protocol.Message, error) {
+	var res protocol.Message
+	err := c.within(ctx, func() (err error) {
+		res, err = c.pc.RoundTrip(req)
+		return err
+	})
+	return res, err
+}
+
+// exchange sends req and returns the raw response body (after the
+// correlation id), for callers that read fields kafka-go does not decode.
+func (c *brokerConn) exchange(ctx context.Context, req protocol.Message) (version int16, body []byte, err error) {
+	version = c.versions[req.ApiKey()]
+	err = c.within(ctx, func() error {
+		c.nextID++
+		id := c.nextID
+		if err := protocol.WriteRequest(c.pc, version, id, c.clientID, req); err != nil {
+			return err
+		}
+		var head [8]byte
+		if _, err := io.ReadFull(c.pc, head[:]); err != nil {
+			return err
+		}
+		size := int32(binary.BigEndian.Uint32(head[:4]))
+		if size < 4 {
+			return fmt.Errorf("response of %d bytes from %s", size, c.addr)
+		}
+		if got := int32(binary.BigEndian.Uint32(head[4:])); got != id {
+			return fmt.Errorf("correlation id mismatch from %s (sent %d, got %d)", c.addr, id, got)
+		}
+		body = make([]byte, size-4)
+		_, err := io.ReadFull(c.pc, body)
+		return err
+	})
+	return version, body, err
+}
+
+// within runs one request/response on the connection bounded by ctx: its
+// deadline becomes the socket deadline and its cancellation unblocks I/O.
+func (c *brokerConn) within(ctx context.Context, do func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	deadline, _ := ctx.Deadline()
+	c.pc.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { c.pc.SetDeadline(time.Unix(1, 0)) })
+	err := do()
+	stop()
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		return fmt.Errorf("%s: %w", c.addr, err)
+	}
+	return nil
+}
+
+func (c *brokerConn) close() { c.pc.Close() }
