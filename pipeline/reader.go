@@ -1,0 +1,907 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
+	"github.com/segmentio/kafka-go/protocol/fetch"
+)
+
+// Isolation levels of ReaderConfig.Isolation.
+const (
+	// ReadUncommitted returns every record up to the high watermark,
+	// including those of open and aborted transactions.
+	ReadUncommitted = "read_uncommitted"
+	// ReadCommitted returns records up to the last stable offset and drops
+	// those of aborted transactions.
+	ReadCommitted = "read_committed"
+)
+
+// isolationLevel is the Fetch and ListOffsets field for a level name.
+func isolationLevel(name string) (int8, error) {
+	switch name {
+	case "", ReadUncommitted:
+		return 0, nil
+	case ReadCommitted:
+		return 1, nil
+	}
+	return 0, fmt.Errorf("isolation %q: want %s or %s", name, ReadUncommitted, ReadCommitted)
+}
+
+// Defaults of ReaderConfig.
+const (
+	// DefaultPreferredLease matches the Java consumer, which re-asks the
+	// leader for the preferred replica at every metadata refresh
+	// (metadata.max.age.ms, 5 minutes).
+	DefaultPreferredLease = 5 * time.Minute
+	DefaultFetchMaxBytes  = 8 << 20
+	DefaultFetchMaxWait   = 500 * time.Millisecond
+)
+
+const (
+	// requestTimeout bounds a request beyond the fetch's MaxWait: a broker
+	// that neither answers nor resets the connection is given up after it.
+	requestTimeout = 10 * time.Second
+	// retryBudget is how long Fetch keeps retrying errors it expects to
+	// pass (leader elections, restarts) before it returns the last one.
+	retryBudget = 30 * time.Second
+)
+
+// ReaderConfig configures a PartitionReader.
+type ReaderConfig struct {
+	// Brokers are the seed addresses, host:port.
+	Brokers []string
+	// Dialer carries the connection settings: ClientID, Timeout, DialFunc,
+	// Resolver, TLS and SASLMechanism. Nil means kafka.DefaultDialer.
+	Dialer *kafka.Dialer
+
+	Topic     string
+	Partition int
+
+	// Rack is the reader's rack (broker.rack naming). With a rack the
+	// leader may name a preferred read replica in it (KIP-392, Fetch v11,
+	// brokers with replica.selector.class set); empty reads from leaders.
+	Rack string
+	// Isolation is ReadUncommitted (the default) or ReadCommitted.
+	Isolation string
+
+	// MinBytes and MaxWait: the broker answers when it has MinBytes or
+	// MaxWait has passed. Defaults 1 byte and 500ms.
+	MinBytes int
+	MaxWait  time.Duration
+	// MaxBytes is the most a fetch returns (the broker still returns a
+	// first batch larger than this). Default 8 MiB.
+	MaxBytes int
+
+	// PreferredLease is how long the reader follows a preferred read
+	// replica before asking the leader again, and how long it reads from the
+	// leader alone after that replica failed. Default 5 minutes.
+	PreferredLease time.Duration
+
+	// Stats, if set, counts every fetched byte.
+	Stats *FetchStats
+	// Log defaults to slog.Default().
+	Log *slog.Logger
+}
+
+// OffsetOutOfRangeError is returned by Fetch when the leader confirms that
+// the reader's offset is outside the log; the caller applies its reset
+// policy and Seeks.
+type OffsetOutOfRangeError struct {
+	Topic     string
+	Partition int
+	Offset    int64
+	// LogStart is the earliest offset, LogEnd the high watermark (the last
+	// stable offset under read_committed).
+	LogStart, LogEnd int64
+}
+
+func (e *OffsetOutOfRangeError) Error() string {
+	return fmt.Sprintf("%s/%d: offset %d is out of range: the log holds [%d, %d)",
+		e.Topic, e.Partition, e.Offset, e.LogStart, e.LogEnd)
+}
+
+// Unwrap makes errors.Is(err, kafka.OffsetOutOfRange) hold.
+func (e *OffsetOutOfRangeError) Unwrap() error { return kafka.OffsetOutOfRange }
+
+// PartitionReader reads one partition with Fetch v11. It sends the reader's
+// rack, follows the preferred read replica the leader names, and falls back
+// to the leader when that replica fails. A PartitionReader is not safe for
+// concurrent use, except Close, which aborts a Fetch in flight.
+type PartitionReader struct {
+	cfg  ReaderConfig
+	pool *brokerPool
+	log  *slog.Logger
+
+	isolation int8
+	cfgErr    error // a bad ReaderConfig, returned by every call
+
+	offset int64
+	part   partitionState
+	known  bool // part is from metadata and not known to be stale
+
+	// replica is the preferred read replica (-1: none), followed until
+	// replicaUntil. leaderOnlyUntil is set when a replica failed: until then
+	// the reader asks the leader without its rack, so that the leader serves
+	// records itself instead of naming the replica again.
+	replica         int32
+	replicaUntil    time.Time
+	leaderOnlyUntil time.Time
+
+	failingSince time.Time
+	attempt      int
+	warnedOld    bool
+}
+
+// NewPartitionReader returns a reader positioned at kafka.FirstOffset. It
+// connects on the first call that needs a broker.
+func NewPartitionReader(cfg ReaderConfig) *PartitionReader {
+	if cfg.Dialer == nil {
+		cfg.Dialer = kafka.DefaultDialer
+	}
+	if cfg.MinBytes <= 0 {
+		cfg.MinBytes = 1
+	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = DefaultFetchMaxBytes
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = DefaultFetchMaxWait
+	}
+	if cfg.PreferredLease <= 0 {
+		cfg.PreferredLease = DefaultPreferredLease
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("topic", cfg.Topic, "partition", cfg.Partition)
+	iso, err := isolationLevel(cfg.Isolation)
+	return &PartitionReader{
+		cfg:       cfg,
+		pool:      newBrokerPool(cfg.Dialer, cfg.Brokers, log),
+		log:       log,
+		isolation: iso,
+		cfgErr:    err,
+		offset:    kafka.FirstOffset,
+		replica:   -1,
+	}
+}
+
+// Seek sets the offset of the next record Fetch returns; kafka.FirstOffset
+// and kafka.LastOffset stand for the log's start and end. (go vet's
+// stdmethods check wants io.Seeker's signature for the name.)
+func (r *PartitionReader) Seek(offset int64) { r.offset = offset }
+
+// Offset is the offset of the next record Fetch returns.
+func (r *PartitionReader) Offset() int64 { return r.offset }
+
+// Close closes the reader's connections. It may be called while a Fetch is
+// in flight, which then fails.
+func (r *PartitionReader) Close() error {
+	r.pool.close()
+	return nil
+}
+
+// Watermarks returns the partition's log start offset and high watermark
+// (the last stable offset under read_committed), asked from the leader.
+func (r *PartitionReader) Watermarks(ctx context.Context) (logStart, high int64, err error) {
+	err = r.withLeader(ctx, func(st partitionState) error {
+		if logStart, err = r.pool.listOffset(ctx, st, r.cfg.Topic, r.cfg.Partition, listEarliest, r.isolation); err != nil {
+			return err
+		}
+		high, err = r.pool.listOffset(ctx, st, r.cfg.Topic, r.cfg.Partition, listLatest, r.isolation)
+		return err
+	})
+	return logStart, high, err
+}
+
+// OffsetForTime returns the offset of the first record whose timestamp is at
+// or after t, or the end of the log when there is none.
+func (r *PartitionReader) OffsetForTime(ctx context.Context, t time.Time) (int64, error) {
+	var off int64
+	err := r.withLeader(ctx, func(st partitionState) (err error) {
+		off, err = r.pool.listOffset(ctx, st, r.cfg.Topic, r.cfg.Partition, t.UnixMilli(), r.isolation)
+		if err == nil && off < 0 {
+			off, err = r.pool.listOffset(ctx, st, r.cfg.Topic, r.cfg.Partition, listLatest, r.isolation)
+		}
+		return err
+	})
+	return off, err
+}
+
+// withLeader runs do against the partition leader, refreshing metadata and
+// trying again when the leader moved.
+func (r *PartitionReader) withLeader(ctx context.Context, do func(partitionState) error) error {
+	if r.cfgErr != nil {
+		return r.cfgErr
+	}
+	var err error
+	for try := 0; try < 4; try++ {
+		if try > 0 {
+			r.known = false
+			if !sleepCtx(ctx, time.Duration(try)*200*time.Millisecond) {
+				return ctx.Err()
+			}
+		}
+		if err = r.refresh(ctx); err != nil {
+			continue
+		}
+		if err = do(r.part); err == nil || !retriableLeaderError(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// refresh loads the partition's metadata unless it is known.
+func (r *PartitionReader) refresh(ctx context.Context) error {
+	if r.known {
+		return nil
+	}
+	st, err := r.pool.partition(ctx, r.cfg.Topic, r.cfg.Partition)
+	if err != nil {
+		return err
+	}
+	if r.part.Leader != st.Leader && r.part.Replicas != nil {
+		r.log.Info("partition leader moved", "from", r.part.Leader, "to", st.Leader, "leader_epoch", st.LeaderEpoch)
+	}
+	r.part, r.known = st, true
+	return nil
+}
+
+// Fetch returns the records from the reader's offset on and advances past
+// them; it returns no records when none arrived within MaxWait. highWatermark
+// is the log end the broker reported (the last stable offset under
+// read_committed). Errors that pass on their own are retried for up to 30s;
+// an offset outside the log is an *OffsetOutOfRangeError.
+func (r *PartitionReader) Fetch(ctx context.Context) (msgs []kafka.Message, highWatermark int64, err error) {
+	if r.cfgErr != nil {
+		return nil, 0, r.cfgErr
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
+		if err := r.refresh(ctx); err != nil {
+			if permanent(err) {
+				return nil, 0, err
+			}
+			if err := r.retryOrGiveUp(ctx, "metadata", err); err != nil {
+				return nil, 0, err
+			}
+			continue
+		}
+		if r.offset < 0 {
+			if err := r.resolveStart(ctx); err != nil {
+				return nil, 0, err
+			}
+		}
+
+		broker, rack := r.route(time.Now())
+		res, err := r.fetchFrom(ctx, broker, rack)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, 0, ctx.Err()
+			}
+			if errors.Is(err, errPoolClosed) || errors.Is(err, errBadResponse) {
+				return nil, 0, err
+			}
+			if broker != r.part.Leader {
+				r.fallBack(broker, err)
+				continue
+			}
+			// The leader may have moved with the broker we lost.
+			r.known = false
+			if err := r.retryOrGiveUp(ctx, fmt.Sprintf("fetch from leader %d", broker), err); err != nil {
+				return nil, 0, err
+			}
+			continue
+		}
+
+		switch code := kafka.Error(res.errorCode); {
+		case res.errorCode == 0:
+			// Only the leader's choice counts: followers answer -1, and
+			// obeying any broker could bounce the reader between two.
+			if res.preferred >= 0 && res.preferred != broker && broker == r.part.Leader {
+				r.follow(ctx, res.preferred)
+				continue
+			}
+			msgs, next, err := r.records(res)
+			if err != nil {
+				return nil, 0, err
+			}
+			r.failingSince, r.attempt = time.Time{}, 0
+			if next > r.offset {
+				r.offset = next
+			}
+			high := res.highWatermark
+			if r.isolation == 1 && res.lastStable >= 0 {
+				high = res.lastStable
+			}
+			for i := range msgs {
+				msgs[i].HighWaterMark = high
+			}
+			return msgs, high, nil
+
+		case broker != r.part.Leader && followerFallbackError(code):
+			// KIP-392: a replica that is behind, out of sync, on another
+			// leader epoch or no longer a replica answers with one of
+			// these; the leader knows better. OFFSET_OUT_OF_RANGE from a
+			// replica says nothing about the leader's log, so no reset yet.
+			if code == kafka.FencedLeaderEpoch {
+				r.known = false
+			}
+			r.fallBack(broker, code)
+
+		case code == kafka.OffsetOutOfRange:
+			err := r.confirmOutOfRange(ctx)
+			if err == nil {
+				continue // the log moved under us; the offset is valid again
+			}
+			var oor *OffsetOutOfRangeError
+			if errors.As(err, &oor) {
+				return nil, 0, err
+			}
+			if err := r.retryOrGiveUp(ctx, "confirm offset out of range", err); err != nil {
+				return nil, 0, err
+			}
+
+		case leaderRetryError(code):
+			r.known = false
+			if err := r.retryOrGiveUp(ctx, fmt.Sprintf("fetch from leader %d", broker), code); err != nil {
+				return nil, 0, err
+			}
+
+		default:
+			return nil, 0, fmt.Errorf("fetch %s/%d from broker %d: %w", r.cfg.Topic, r.cfg.Partition, broker, code)
+		}
+	}
+}
+
+// route picks the broker to fetch from, and the rack to send it.
+func (r *PartitionReader) route(now time.Time) (broker int32, rack string) {
+	if r.replica >= 0 {
+		if now.Before(r.replicaUntil) {
+			return r.replica, r.cfg.Rack
+		}
+		r.log.Debug("preferred read replica lease expired; asking the leader", "replica", r.replica)
+		r.replica = -1
+	}
+	if now.Before(r.leaderOnlyUntil) {
+		return r.part.Leader, ""
+	}
+	return r.part.Leader, r.cfg.Rack
+}
+
+// follow starts a lease on the preferred read replica the leader named.
+func (r *PartitionReader) follow(ctx context.Context, id int32) {
+	if _, ok := r.pool.node(id); !ok {
+		// A replica newer than our metadata.
+		r.known = false
+		if err := r.refresh(ctx); err != nil {
+			r.log.Warn("metadata refresh for a preferred read replica failed", "replica", id, "err", err)
+		}
+	}
+	n, ok := r.pool.node(id)
+	if !ok {
+		r.log.Warn("leader named a preferred read replica missing from metadata; reading from the leader", "replica", id)
+		r.leaderOnlyUntil = time.Now().Add(r.cfg.PreferredLease)
+		return
+	}
+	if r.replica != id {
+		r.log.Info("fetching from preferred read replica", "replica", id, "replica_rack", n.Rack, "rack", r.cfg.Rack, "lease", r.cfg.PreferredLease)
+	}
+	r.replica = id
+	r.replicaUntil = time.Now().Add(r.cfg.PreferredLease)
+}
+
+// fallBack leaves a failed replica for the leader, for one lease.
+func (r *PartitionReader) fallBack(replica int32, why error) {
+	r.log.Warn("preferred read replica failed; reading from the leader", "replica", replica, "leader", r.part.Leader, "for", r.cfg.PreferredLease, "err", why)
+	r.replica = -1
+	r.leaderOnlyUntil = time.Now().Add(r.cfg.PreferredLease)
+}
+
+// retryOrGiveUp waits before the next attempt, or returns err once errors
+// have lasted retryBudget.
+func (r *PartitionReader) retryOrGiveUp(ctx context.Context, what string, err error) error {
+	if r.pool.isClosed() {
+		return errPoolClosed
+	}
+	now := time.Now()
+	if r.failingSince.IsZero() {
+		r.failingSince = now
+	}
+	if now.Sub(r.failingSince) > retryBudget {
+		r.failingSince, r.attempt = time.Time{}, 0
+		return fmt.Errorf("%s/%d: %s: %w", r.cfg.Topic, r.cfg.Partition, what, err)
+	}
+	r.attempt++
+	r.log.Warn("retrying", "op", what, "attempt", r.attempt, "err", err)
+	wait := min(100*time.Millisecond<<min(r.attempt-1, 5), 2*time.Second)
+	wait = wait/2 + rand.N(wait/2+1)
+	if !sleepCtx(ctx, wait) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// resolveStart turns kafka.FirstOffset or kafka.LastOffset into an offset.
+func (r *PartitionReader) resolveStart(ctx context.Context) error {
+	var ts int64
+	switch r.offset {
+	case kafka.FirstOffset:
+		ts = listEarliest
+	case kafka.LastOffset:
+		ts = listLatest
+	default:
+		return fmt.Errorf("%s/%d: cannot seek to offset %d", r.cfg.Topic, r.cfg.Partition, r.offset)
+	}
+	return r.withLeader(ctx, func(st partitionState) (err error) {
+		off, err := r.pool.listOffset(ctx, st, r.cfg.Topic, r.cfg.Partition, ts, r.isolation)
+		if err == nil {
+			r.offset = off
+		}
+		return err
+	})
+}
+
+// confirmOutOfRange asks the leader for the log's bounds after the leader
+// answered OFFSET_OUT_OF_RANGE. It returns nil if the offset is in range by
+// now.
+func (r *PartitionReader) confirmOutOfRange(ctx context.Context) error {
+	start, end, err := r.Watermarks(ctx)
+	if err != nil {
+		return err
+	}
+	if r.offset >= start && r.offset <= end {
+		return nil
+	}
+	return &OffsetOutOfRangeError{
+		Topic: r.cfg.Topic, Partition: r.cfg.Partition,
+		Offset: r.offset, LogStart: start, LogEnd: end,
+	}
+}
+
+// fetchFrom sends one Fetch for the reader's partition to broker.
+func (r *PartitionReader) fetchFrom(ctx context.Context, broker int32, rack string) (*fetchedPartition, error) {
+	c, err := r.pool.conn(ctx, broker)
+	if err != nil {
+		return nil, err
+	}
+	version := c.versions[protocol.Fetch]
+	if version < 4 {
+		return nil, fmt.Errorf("%w: broker %d speaks Fetch up to v%d; logstore needs v4 (Kafka 0.11) or later", errBadResponse, broker, version)
+	}
+	if version < 11 && r.cfg.Rack != "" && !r.warnedOld {
+		r.warnedOld = true
+		r.log.Warn("broker speaks Fetch below v11 (Kafka 2.4): no fetching from follower replicas", "broker", broker, "fetch_version", version)
+	}
+	req := &fetch.Request{
+		ReplicaID:      -1,
+		MaxWaitTime:    int32(r.cfg.MaxWait.Milliseconds()),
+		MinBytes:       int32(r.cfg.MinBytes),
+		MaxBytes:       int32(r.cfg.MaxBytes),
+		IsolationLevel: r.isolation,
+		SessionID:      0,
+		SessionEpoch:   -1, // no fetch session: every request is a full one
+		Topics: []fetch.RequestTopic{{
+			Topic: r.cfg.Topic,
+			Partitions: []fetch.RequestPartition{{
+				Partition:          int32(r.cfg.Partition),
+				CurrentLeaderEpoch: r.part.LeaderEpoch,
+				FetchOffset:        r.offset,
+				LogStartOffset:     -1,
+				PartitionMaxBytes:  int32(r.cfg.MaxBytes),
+			}},
+		}},
+		RackID: rack,
+	}
+
+	rctx, cancel := context.WithTimeout(ctx, r.cfg.MaxWait+requestTimeout)
+	defer cancel()
+	version, body, err := c.exchange(rctx, req)
+	if err != nil {
+		r.pool.drop(broker, c)
+		return nil, err
+	}
+	n, _ := r.pool.node(broker)
+	r.cfg.Stats.add(broker, n.Rack, r.cfg.Rack, len(body)+8)
+
+	res, err := parseFetchResponse(version, body, r.cfg.Topic, int32(r.cfg.Partition))
+	if err != nil {
+		r.pool.drop(broker, c)
+		return nil, fmt.Errorf("%w from broker %d: %v", errBadResponse, broker, err)
+	}
+	return res, nil
+}
+
+var errBadResponse = errors.New("malformed fetch response")
+
+// records decodes the partition's record batches: it drops records before
+// the reader's offset, control batches and, under read_committed, aborted
+// transactions. next is the offset after the last batch seen, which may lie
+// past the last record returned (compacted or aborted tails, markers).
+func (r *PartitionReader) records(res *fetchedPartition) (msgs []kafka.Message, next int64, err error) {
+	next = r.offset
+	if len(res.records) <= 4 {
+		return nil, next, nil
+	}
+	batches := scanBatches(res.records[4:])
+	var set protocol.RecordSet
+	if _, err := set.ReadFrom(bytes.NewBuffer(res.records)); err != nil && !errors.Is(err, io.EOF) {
+		return nil, next, fmt.Errorf("%s/%d: decode records at offset %d: %w", r.cfg.Topic, r.cfg.Partition, r.offset, err)
+	}
+	var decoded []protocol.RecordReader
+	if s, ok := set.Records.(*protocol.RecordStream); ok {
+		decoded = s.Records
+	}
+	if len(decoded) < len(batches) {
+		// kafka-go stops at the first batch it cannot decode (a bad CRC,
+		// an unknown codec) and keeps the ones before it.
+		if len(decoded) == 0 {
+			return nil, next, fmt.Errorf("%s/%d: %w: cannot decode the record batch at offset %d", r.cfg.Topic, r.cfg.Partition, errBadResponse, batches[0].base)
+		}
+		batches = batches[:len(decoded)]
+	}
+
+	committed := r.isolation == 1
+	aborted := slices.Clone(res.aborted)
+	slices.SortFunc(aborted, func(a, b abortedTxn) int { return cmpInt64(a.firstOffset, b.firstOffset) })
+	abortedProducers := make(map[int64]bool)
+
+	for i, b := range batches {
+		rr := decoded[i]
+		if !b.sameBatch(rr) {
+			return nil, next, fmt.Errorf("%s/%d: %w: batch %d at offset %d decoded out of step", r.cfg.Topic, r.cfg.Partition, errBadResponse, i, b.base)
+		}
+		if committed && res.lastStable >= 0 && b.base >= res.lastStable {
+			break // not yet decided; brokers do not send these
+		}
+		skip := b.control()
+		if committed && b.producerID >= 0 {
+			for len(aborted) > 0 && aborted[0].firstOffset <= b.last {
+				abortedProducers[aborted[0].producerID] = true
+				aborted = aborted[1:]
+			}
+			if b.control() {
+				if isAbortMarker(rr) {
+					delete(abortedProducers, b.producerID)
+				}
+			} else if b.transactional() && abortedProducers[b.producerID] {
+				skip = true
+			}
+		}
+		if !skip {
+			msgs, err = r.appendRecords(msgs, rr)
+			if err != nil {
+				return nil, next, err
+			}
+		}
+		next = max(next, b.last+1)
+	}
+	return msgs, next, nil
+}
+
+func (r *PartitionReader) appendRecords(msgs []kafka.Message, rr protocol.RecordReader) ([]kafka.Message, error) {
+	for {
+		rec, err := rr.ReadRecord()
+		if errors.Is(err, io.EOF) {
+			return msgs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s/%d: read record: %w", r.cfg.Topic, r.cfg.Partition, err)
+		}
+		if rec.Offset < r.offset {
+			closeBytes(rec.Key)
+			closeBytes(rec.Value)
+			continue
+		}
+		key, kerr := protocol.ReadAll(rec.Key)
+		value, verr := protocol.ReadAll(rec.Value)
+		closeBytes(rec.Key)
+		closeBytes(rec.Value)
+		if err := errors.Join(kerr, verr); err != nil {
+			return nil, fmt.Errorf("%s/%d: read record %d: %w", r.cfg.Topic, r.cfg.Partition, rec.Offset, err)
+		}
+		msgs = append(msgs, kafka.Message{
+			Topic:     r.cfg.Topic,
+			Partition: r.cfg.Partition,
+			Offset:    rec.Offset,
+			Key:       key,
+			Value:     value,
+			Headers:   rec.Headers,
+			Time:      rec.Time,
+		})
+	}
+}
+
+func closeBytes(b protocol.Bytes) {
+	if b != nil {
+		b.Close()
+	}
+}
+
+// isAbortMarker reports whether a control batch ends a transaction with an
+// abort (control record type 0; 1 is a commit).
+func isAbortMarker(rr protocol.RecordReader) bool {
+	cb, ok := rr.(*protocol.ControlBatch)
+	if !ok {
+		return false
+	}
+	cr, err := cb.ReadControlRecord()
+	return err == nil && cr.Type == 0
+}
+
+// followerFallbackError lists the fetch errors a preferred read replica
+// answers when the leader should be asked instead.
+func followerFallbackError(code kafka.Error) bool {
+	switch code {
+	case kafka.OffsetOutOfRange, kafka.NotLeaderForPartition, kafka.ReplicaNotAvailable,
+		kafka.FencedLeaderEpoch, kafka.UnknownLeaderEpoch, kafka.OffsetNotAvailable,
+		kafka.UnknownTopicOrPartition, kafka.KafkaStorageError, kafka.LeaderNotAvailable:
+		return true
+	}
+	return false
+}
+
+// leaderRetryError lists the fetch errors from a leader that a metadata
+// refresh and another try resolve: the leadership moved, or our leader epoch
+// and the broker's disagree while the news spreads.
+func leaderRetryError(code kafka.Error) bool {
+	switch code {
+	case kafka.NotLeaderForPartition, kafka.LeaderNotAvailable, kafka.ReplicaNotAvailable,
+		kafka.FencedLeaderEpoch, kafka.UnknownLeaderEpoch, kafka.OffsetNotAvailable,
+		kafka.UnknownTopicOrPartition, kafka.KafkaStorageError, kafka.NetworkException,
+		kafka.RequestTimedOut:
+		return true
+	}
+	return false
+}
+
+// retriableLeaderError says whether a ListOffsets failure may pass with
+// fresh metadata.
+func retriableLeaderError(err error) bool {
+	var code kafka.Error
+	if errors.As(err, &code) {
+		return leaderRetryError(code)
+	}
+	return !errors.Is(err, errPoolClosed) // I/O: the broker may be gone
+}
+
+// permanent says whether err is a Kafka error that retrying does not cure
+// (authentication, authorization, a closed reader).
+func permanent(err error) bool {
+	var code kafka.Error
+	return errors.Is(err, errPoolClosed) || errors.As(err, &code) && !code.Temporary()
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// fetchedPartition is one partition of a Fetch response. records is the
+// record set as sent, with its int32 size in front.
+type fetchedPartition struct {
+	errorCode     int16
+	highWatermark int64
+	lastStable    int64
+	logStart      int64
+	aborted       []abortedTxn
+	preferred     int32
+	records       []byte
+}
+
+type abortedTxn struct{ producerID, firstOffset int64 }
+
+// parseFetchResponse reads a Fetch response body (v4 to v11) and returns the
+// named partition. kafka-go's fetch.Response would decode it too, but it
+// drops each batch's last offset delta, without which a reader cannot step
+// over a batch whose tail was compacted away.
+func parseFetchResponse(version int16, body []byte, topic string, partition int32) (*fetchedPartition, error) {
+	w := wire{b: body}
+	w.int32() // throttle time
+	if version >= 7 {
+		if code := w.int16(); code != 0 {
+			return &fetchedPartition{errorCode: code, preferred: -1}, nil
+		}
+		w.int32() // session id
+	}
+	var found *fetchedPartition
+	for range w.count() {
+		name := w.string()
+		for range w.count() {
+			p := fetchedPartition{preferred: -1, lastStable: -1, logStart: -1}
+			id := w.int32()
+			p.errorCode = w.int16()
+			p.highWatermark = w.int64()
+			p.lastStable = w.int64()
+			if version >= 5 {
+				p.logStart = w.int64()
+			}
+			if n := w.count(); n > 0 {
+				p.aborted = make([]abortedTxn, 0, n)
+				for range n {
+					p.aborted = append(p.aborted, abortedTxn{producerID: w.int64(), firstOffset: w.int64()})
+				}
+			}
+			if version >= 11 {
+				p.preferred = w.int32()
+			}
+			p.records = w.sizedBytes()
+			if w.err != nil {
+				return nil, w.err
+			}
+			if name == topic && id == partition && found == nil {
+				found = &p
+			}
+		}
+	}
+	if w.err != nil {
+		return nil, w.err
+	}
+	if found == nil {
+		return nil, fmt.Errorf("no data for %s/%d in the response", topic, partition)
+	}
+	return found, nil
+}
+
+// batchHeader is what the reader needs from a record batch's header.
+type batchHeader struct {
+	base, last int64
+	producerID int64
+	attributes int16
+	magic      int8
+}
+
+func (b batchHeader) control() bool       { return b.magic >= 2 && b.attributes&0x20 != 0 }
+func (b batchHeader) transactional() bool { return b.magic >= 2 && b.attributes&0x10 != 0 }
+
+// sameBatch checks that kafka-go's decoded batch is the one this header
+// describes.
+func (b batchHeader) sameBatch(rr protocol.RecordReader) bool {
+	switch d := rr.(type) {
+	case *protocol.RecordBatch:
+		return b.magic == 2 && !b.control() && d.BaseOffset == b.base
+	case *protocol.ControlBatch:
+		return b.magic == 2 && b.control() && d.BaseOffset == b.base
+	}
+	return b.magic < 2
+}
+
+// scanBatches lists the complete record batches in a record set; brokers cut
+// the last one short when it does not fit the response.
+func scanBatches(set []byte) []batchHeader {
+	var out []batchHeader
+	for len(set) >= 17 {
+		size := int(int32(binary.BigEndian.Uint32(set[8:12])))
+		if size < 5 || 12+size > len(set) {
+			break
+		}
+		h := batchHeader{
+			base:       int64(binary.BigEndian.Uint64(set[0:8])),
+			magic:      int8(set[16]),
+			producerID: -1,
+		}
+		h.last = h.base // v0/v1: the (wrapper) offset is the last one
+		if h.magic >= 2 {
+			if size < 49 {
+				break
+			}
+			h.attributes = int16(binary.BigEndian.Uint16(set[21:23]))
+			h.last = h.base + int64(int32(binary.BigEndian.Uint32(set[23:27])))
+			h.producerID = int64(binary.BigEndian.Uint64(set[43:51]))
+		}
+		out = append(out, h)
+		set = set[12+size:]
+	}
+	return out
+}
+
+// wire reads the big-endian primitives of the Kafka protocol; the first
+// short read sets err and later reads return zeros.
+type wire struct {
+	b   []byte
+	err error
+}
+
+func (w *wire) take(n int) []byte {
+	if w.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(w.b) {
+		w.err = fmt.Errorf("truncated at %d more bytes", n)
+		return nil
+	}
+	out := w.b[:n:n]
+	w.b = w.b[n:]
+	return out
+}
+
+func (w *wire) int16() int16 {
+	if b := w.take(2); b != nil {
+		return int16(binary.BigEndian.Uint16(b))
+	}
+	return 0
+}
+
+func (w *wire) int32() int32 {
+	if b := w.take(4); b != nil {
+		return int32(binary.BigEndian.Uint32(b))
+	}
+	return 0
+}
+
+func (w *wire) int64() int64 {
+	if b := w.take(8); b != nil {
+		return int64(binary.BigEndian.Uint64(b))
+	}
+	return 0
+}
+
+func (w *wire) string() string {
+	n := w.int16()
+	if n < 0 {
+		return ""
+	}
+	return string(w.take(int(n)))
+}
+
+// count reads an array length; null arrays count as empty.
+func (w *wire) count() int {
+	n := w.int32()
+	if n < 0 || w.err != nil {
+		return 0
+	}
+	if int(n) > len(w.b) {
+		w.err = fmt.Errorf("array of %d elements in %d bytes", n, len(w.b))
+		return 0
+	}
+	return int(n)
+}
+
+// sizedBytes returns nullable bytes together with their int32 size prefix.
+func (w *wire) sizedBytes() []byte {
+	if w.err != nil || len(w.b) < 4 {
+		w.take(4)
+		return nil
+	}
+	whole := w.b
+	n := w.int32()
+	if n <= 0 {
+		return nil
+	}
+	w.take(int(n))
+	if w.err != nil {
+		return nil
+	}
+	return whole[: 4+int(n) : 4+int(n)]
+}
