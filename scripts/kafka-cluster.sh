@@ -1,0 +1,416 @@
+#!/usr/bin/env bash
+# A three-node Apache Kafka 4 KRaft cluster on 127.0.0.1 for logstore's
+# integration tests: one rack (AZ) per broker and the rack-aware replica
+# selector on, so fetch-from-follower (KIP-392) really happens.
+#
+#   scripts/kafka-cluster.sh start | stop | status | clean
+#   scripts/kafka-cluster.sh stop-node N | start-node N      (N = 1, 2, 3)
+#   scripts/kafka-cluster.sh bootstrap                       (prints brokers)
+#   scripts/kafka-cluster.sh tool CLASS ARGS...              (kafka CLI class)
+#
+#   node  client            controller        rack
+#   1     127.0.0.1:19092   127.0.0.1:19093   az-a
+#   2     127.0.0.1:29092   127.0.0.1:29093   az-b
+#   3     127.0.0.1:39092   127.0.0.1:39093   az-c
+#
+# Each node is a combined broker+controller; the quorum is static
+# (controller.quorum.voters), so every node is formatted the same way and no
+# node is special. Topics are never auto-created: a test that needs a topic
+# creates it (RF 3 and 1 partition unless it says otherwise), so a typo in a
+# topic name fails loudly instead of creating a stray topic.
+#
+# Knobs (environment):
+#   KAFKA_VERSION        org.apache.kafka version from Maven Central (4.4.0)
+#   KAFKA_CLUSTER_ID     cluster id used when formatting (fixed by default)
+#   KAFKA_READY_TIMEOUT  seconds "start" waits for 3 registered brokers (120)
+#   KAFKA_HEAP_OPTS      broker heap (-Xms256m -Xmx512m)
+#   KAFKA_JVM_OPTS       other broker JVM flags
+#   LOGSTORE_STATE       state root (<repo>/.state); ours is $LOGSTORE_STATE/kafka
+#   LOGSTORE_CACHE       cache root (~/.cache/logstore); jars in kafka-<version>/libs
+set -euo pipefail
+
+LOGSTORE_TOOL=kafka-cluster
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+KAFKA_VERSION="${KAFKA_VERSION:-4.4.0}"
+KAFKA_LIBS="$LOGSTORE_CACHE/kafka-$KAFKA_VERSION/libs"
+KAFKA_STATE="$LOGSTORE_STATE/kafka"
+# Base64 of the 16 bytes "logstore-test-cl": a valid, recognisable id, so a
+# data dir formatted by another cluster is caught by the broker at start.
+KAFKA_CLUSTER_ID="${KAFKA_CLUSTER_ID:-bG9nc3RvcmUtdGVzdC1jbA}"
+KAFKA_READY_TIMEOUT="${KAFKA_READY_TIMEOUT:-120}"
+# Three JVMs share two cores: small heaps, the serial collector (no GC
+# threads fighting the brokers) and no JIT tuning beyond that.
+KAFKA_HEAP_OPTS="${KAFKA_HEAP_OPTS:--Xms256m -Xmx512m}"
+KAFKA_JVM_OPTS="${KAFKA_JVM_OPTS:--XX:+UseSerialGC -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true}"
+# SIGTERM does a controlled shutdown (leaders move away first); give it time.
+KAFKA_STOP_TIMEOUT="${KAFKA_STOP_TIMEOUT:-30}"
+
+NODES=(1 2 3)
+JAVA="${JAVA_HOME:+$JAVA_HOME/bin/}java"
+
+client_port() { echo $(($1 * 10000 + 9092)); }
+controller_port() { echo $(($1 * 10000 + 9093)); }
+rack_of() {
+	local racks=(az-a az-b az-c)
+	echo "${racks[$1 - 1]}"
+}
+node_dir() { echo "$KAFKA_STATE/node-$1"; }
+pidfile_of() { echo "$(node_dir "$1")/pid"; }
+# What a node's java command line contains, and nothing else's does.
+marker_of() { echo "kafka.Kafka $(node_dir "$1")/server.properties"; }
+bootstrap_servers() {
+	local n out=()
+	for n in "${NODES[@]}"; do out+=("127.0.0.1:$(client_port "$n")"); done
+	(
+		IFS=,
+		echo "${out[*]}"
+	)
+}
+quorum_voters() {
+	local n out=()
+	for n in "${NODES[@]}"; do out+=("$n@127.0.0.1:$(controller_port "$n")"); done
+	(
+		IFS=,
+		echo "${out[*]}"
+	)
+}
+node_up() { pid_alive "$(pidfile_of "$1")" "$(marker_of "$1")"; }
+
+check_node() {
+	[[ $1 =~ ^[123]$ ]] || die "node must be 1, 2 or 3, not '$1'"
+}
+
+# ensure_libs resolves the Kafka jars once per version with Maven; later runs
+# (and other clones on this machine) reuse the cache.
+ensure_libs() {
+	if [[ -f $KAFKA_LIBS/.complete ]]; then
+		return
+	fi
+	need mvn "$JAVA"
+	say "resolving Kafka $KAFKA_VERSION jars with Maven into $KAFKA_LIBS (once)"
+	rm -rf "$KAFKA_LIBS"
+	mkdir -p "$KAFKA_LIBS"
+	# -f with the pom's own dir keeps Maven from writing a target/ into the repo.
+	mvn -q -B -f "$LOGSTORE_ROOT/scripts/kafka/pom.xml" \
+		dependency:copy-dependencies \
+		-Dkafka.version="$KAFKA_VERSION" \
+		-DoutputDirectory="$KAFKA_LIBS" \
+		-DincludeScope=runtime >&2 ||
+		die "Maven could not resolve org.apache.kafka:kafka_2.13:$KAFKA_VERSION"
+	touch "$KAFKA_LIBS/.complete"
+}
+
+# tool CLASS ARGS...: runs a Kafka command-line class (TopicCommand,
+# BrokerApiVersionsCommand, MetadataQuorumCommand, StorageTool, ...) with
+# the cluster's jars. Its own log lines go to stderr at WARN.
+run_tool() {
+	local class=$1
+	shift
+	ensure_libs
+	write_tools_log4j
+	# A short-lived JVM: C1 only and a small heap start noticeably faster.
+	"$JAVA" -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+		-Dlog4j2.configurationFile="$KAFKA_STATE/tools-log4j2.properties" \
+		-cp "$KAFKA_LIBS/*" "$class" "$@"
+}
+
+write_tools_log4j() {
+	mkdir -p "$KAFKA_STATE"
+	cat >"$KAFKA_STATE/tools-log4j2.properties" <<-'EOF'
+		status = warn
+		appender.err.type = Console
+		appender.err.name = err
+		appender.err.target = SYSTEM_ERR
+		appender.err.layout.type = PatternLayout
+		appender.err.layout.pattern = [%d] %p %m (%c)%n
+		rootLogger.level = WARN
+		rootLogger.appenderRef.err.ref = err
+	EOF
+}
+
+# Brokers log to logs/server.log in their node dir, rolled at 50 MB. The
+# request and state-change loggers are as chatty as Kafka's own defaults
+# allow, i.e. WARN.
+write_broker_log4j() {
+	cat >"$KAFKA_STATE/log4j2.properties" <<-'EOF'
+		status = warn
+		appender.file.type = RollingFile
+		appender.file.name = file
+		appender.file.fileName = ${sys:kafka.logs.dir}/server.log
+		appender.file.filePattern = ${sys:kafka.logs.dir}/server.log.%i
+		appender.file.layout.type = PatternLayout
+		appender.file.layout.pattern = [%d] %p %m (%c)%n
+		appender.file.policies.type = Policies
+		appender.file.policies.size.type = SizeBasedTriggeringPolicy
+		appender.file.policies.size.size = 50MB
+		appender.file.strategy.type = DefaultRolloverStrategy
+		appender.file.strategy.max = 2
+		rootLogger.level = INFO
+		rootLogger.appenderRef.file.ref = file
+		logger.request.name = kafka.request.logger
+		logger.request.level = WARN
+		logger.statechange.name = state.change.logger
+		logger.statechange.level = WARN
+		logger.zookeeper.name = org.apache.zookeeper
+		logger.zookeeper.level = WARN
+	EOF
+}
+
+# write_config N: server.properties for node N, rewritten on every start so
+# edits to this script take effect without wiping data.
+write_config() {
+	local n=$1 dir port cport
+	dir=$(node_dir "$n")
+	port=$(client_port "$n")
+	cport=$(controller_port "$n")
+	mkdir -p "$dir/data" "$dir/logs"
+	cat >"$dir/server.properties" <<-EOF
+		# Written by scripts/kafka-cluster.sh; edits here are overwritten.
+		process.roles=broker,controller
+		node.id=$n
+		controller.quorum.voters=$(quorum_voters)
+		listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+		advertised.listeners=PLAINTEXT://127.0.0.1:$port
+		listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+		controller.listener.names=CONTROLLER
+		inter.broker.listener.name=PLAINTEXT
+		log.dirs=$dir/data
+
+		# Racks: one per broker, and followers serve fetches from clients that
+		# name their rack (KIP-392), which is what logstore is about.
+		broker.rack=$(rack_of "$n")
+		replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector
+
+		# Topics: explicit creation only; RF 3 and 1 partition when not given.
+		auto.create.topics.enable=false
+		num.partitions=1
+		default.replication.factor=3
+		min.insync.replicas=1
+		offsets.topic.replication.factor=3
+		transaction.state.log.replication.factor=3
+		transaction.state.log.min.isr=2
+		# 50 partitions per internal topic (the default) make the first group
+		# join or transaction create 150 replicas; 10 is plenty for tests.
+		offsets.topic.num.partitions=10
+		transaction.state.log.num.partitions=10
+		share.coordinator.state.topic.num.partitions=10
+
+		# Fast tests: no wait for more members before the first rebalance, and
+		# a dead follower leaves the ISR after 10 s instead of 30 s.
+		group.initial.rebalance.delay.ms=0
+		replica.lag.time.max.ms=10000
+
+		# Two cores for three nodes: few threads, small cleaner buffer.
+		num.network.threads=2
+		num.io.threads=2
+		background.threads=2
+		num.replica.fetchers=1
+		num.recovery.threads.per.data.dir=1
+		log.cleaner.threads=1
+		log.cleaner.dedupe.buffer.size=16777216
+	EOF
+}
+
+# format_node N: formats node N's data dir once. Every node gets the same
+# cluster id and static voter set; --standalone would start a dynamic
+# single-voter quorum instead, which is not what we want.
+format_node() {
+	local n=$1 dir
+	dir=$(node_dir "$n")
+	[[ -f $dir/data/meta.properties ]] && return 0
+	run_tool kafka.tools.StorageTool format \
+		-t "$KAFKA_CLUSTER_ID" -c "$dir/server.properties" \
+		>"$dir/logs/format.log" 2>&1 || {
+		tail_logs "$dir/logs/format.log"
+		return 1
+	}
+}
+
+launch_node() {
+	local n=$1 dir
+	dir=$(node_dir "$n")
+	local -a heap jvm
+	read -r -a heap <<<"$KAFKA_HEAP_OPTS"
+	read -r -a jvm <<<"$KAFKA_JVM_OPTS"
+	spawn "$(pidfile_of "$n")" "$dir/logs/stdout.log" \
+		"$JAVA" "${heap[@]}" "${jvm[@]}" \
+		-Dkafka.logs.dir="$dir/logs" \
+		-Dlog4j2.configurationFile="$KAFKA_STATE/log4j2.properties" \
+		-cp "$KAFKA_LIBS/*" kafka.Kafka "$dir/server.properties"
+}
+
+# start_nodes N...: writes config, formats (in parallel: each format is a
+# JVM start) and launches the given nodes.
+start_nodes() {
+	local n pids=() failed=0
+	ensure_libs
+	write_tools_log4j
+	write_broker_log4j
+	for n in "$@"; do
+		write_config "$n"
+		format_node "$n" &
+		pids+=($!)
+	done
+	for n in "${pids[@]}"; do wait "$n" || failed=1; done
+	((failed == 0)) || die "formatting failed (see above)"
+	for n in "$@"; do launch_node "$n"; done
+}
+
+# registered_brokers prints "id rack" for each broker that is registered,
+# unfenced (Kafka 4 lists fenced brokers too, marked "isFenced: true") and
+# answers ApiVersions itself ("-> (" rather than "-> ERROR"). That proves a
+# usable broker, not just an open port.
+registered_brokers() {
+	run_tool org.apache.kafka.tools.BrokerApiVersionsCommand \
+		--bootstrap-server "$(bootstrap_servers)" 2>/dev/null |
+		grep -v "isFenced: true" |
+		sed -nE 's/^[^ ]+ \(id: ([0-9]+) rack: ([^ )]+).*\) -> \($/\1 \2/p' |
+		sort -u
+}
+
+# wait_registered TIMEOUT N...: waits until every given node is registered.
+wait_registered() {
+	local timeout=$1 deadline n got
+	shift
+	deadline=$((SECONDS + timeout))
+	# Ports first: cheap, and it catches a crashed JVM within a second.
+	for n in "$@"; do
+		wait_for_port "$(client_port "$n")" $((deadline - SECONDS)) "$(pidfile_of "$n")" || return 1
+	done
+	while ((SECONDS < deadline)); do
+		got=$(registered_brokers || true)
+		local missing=0
+		for n in "$@"; do
+			grep -qx "$n $(rack_of "$n")" <<<"$got" || missing=1
+		done
+		((missing == 0)) && return 0
+		for n in "$@"; do node_up "$n" || return 1; done
+		sleep 0.5
+	done
+	return 1
+}
+
+fail_start() {
+	local n files=()
+	warn "$1"
+	for n in "${NODES[@]}"; do
+		files+=("$(node_dir "$n")/logs/stdout.log" "$(node_dir "$n")/logs/server.log")
+	done
+	tail_logs "${files[@]}"
+	warn "nodes still running are left up for inspection; '$0 stop' ends them"
+	exit 1
+}
+
+cmd_start() {
+	local n missing=() t0
+	for n in "${NODES[@]}"; do node_up "$n" || missing+=("$n"); done
+	if ((${#missing[@]} == 0)); then
+		say "already running ($(bootstrap_servers))"
+		return 0
+	fi
+	ensure_libs
+	t0=$(now_ms)
+	say "starting node(s) ${missing[*]} (Kafka $KAFKA_VERSION, state $KAFKA_STATE)"
+	start_nodes "${missing[@]}"
+	wait_registered "$KAFKA_READY_TIMEOUT" "${NODES[@]}" ||
+		fail_start "cluster not ready within ${KAFKA_READY_TIMEOUT}s"
+	say "ready in $(elapsed_s "$t0") s"
+	say "bootstrap servers: $(bootstrap_servers)"
+}
+
+cmd_start_node() {
+	local n=$1 t0
+	check_node "$n"
+	if node_up "$n"; then
+		say "node $n already running"
+		return 0
+	fi
+	ensure_libs
+	t0=$(now_ms)
+	start_nodes "$n"
+	wait_registered "$KAFKA_READY_TIMEOUT" "$n" ||
+		fail_start "node $n not back in the cluster within ${KAFKA_READY_TIMEOUT}s"
+	say "node $n ready in $(elapsed_s "$t0") s"
+}
+
+cmd_stop_node() {
+	local n=$1
+	check_node "$n"
+	if ! node_up "$n"; then
+		rm -f "$(pidfile_of "$n")"
+		say "node $n not running"
+		return 0
+	fi
+	stop_pidfile "$(pidfile_of "$n")" "$KAFKA_STOP_TIMEOUT" "$(marker_of "$n")"
+	say "node $n stopped"
+}
+
+cmd_stop() {
+	local n pid pids=() strays
+	# SIGTERM all nodes at once: stopping them one by one makes the last
+	# ones wait for a quorum that is already gone.
+	for n in "${NODES[@]}"; do
+		if node_up "$n"; then
+			stop_pid "$(<"$(pidfile_of "$n")")" "$KAFKA_STOP_TIMEOUT" &
+			pids+=($!)
+		fi
+	done
+	for pid in "${pids[@]}"; do wait "$pid" || true; done
+	for n in "${NODES[@]}"; do rm -f "$(pidfile_of "$n")"; done
+	# A node whose pid file was lost (deleted state, crash of this script)
+	# is still found by its command line.
+	strays=$(for n in "${NODES[@]}"; do pids_matching "$(marker_of "$n")"; done)
+	for pid in $strays; do
+		warn "stopping stray Kafka process $pid"
+		stop_pid "$pid" "$KAFKA_STOP_TIMEOUT"
+	done
+	if ((${#pids[@]} == 0)) && [[ -z $strays ]]; then
+		say "not running"
+	else
+		say "stopped"
+	fi
+}
+
+cmd_status() {
+	local n up=0
+	for n in "${NODES[@]}"; do
+		if node_up "$n"; then
+			up=$((up + 1))
+			say "node $n up   pid $(<"$(pidfile_of "$n")") 127.0.0.1:$(client_port "$n") rack $(rack_of "$n")"
+		else
+			say "node $n down           127.0.0.1:$(client_port "$n") rack $(rack_of "$n")"
+		fi
+	done
+	((up == ${#NODES[@]})) || exit 3
+}
+
+cmd_clean() {
+	cmd_stop
+	rm -rf "$KAFKA_STATE"
+	say "removed $KAFKA_STATE"
+}
+
+usage() {
+	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+	exit 2
+}
+
+main() {
+	local cmd=${1:-}
+	(($# > 0)) && shift
+	case $cmd in
+	start) cmd_start ;;
+	stop) cmd_stop ;;
+	status) cmd_status ;;
+	clean) cmd_clean ;;
+	start-node) cmd_start_node "${1:?start-node needs N}" ;;
+	stop-node) cmd_stop_node "${1:?stop-node needs N}" ;;
+	bootstrap) bootstrap_servers ;;
+	tool) run_tool "${1:?tool needs a class name}" "${@:2}" ;;
+	*) usage ;;
+	esac
+}
+
+main "$@"
