@@ -1,0 +1,187 @@
+package sink
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// HiveDefaultPartition is the folder value Hive, Spark and Trino read as
+// null; an empty string lands there too, as in Hive.
+const HiveDefaultPartition = "__HIVE_DEFAULT_PARTITION__"
+
+// DefaultTimeFormat is the folder format of a timestamp or date column
+// when partition_by gives none.
+const DefaultTimeFormat = "2006-01-02"
+
+// Layout places rows in Hive-style folders by their own column values, so a
+// late record lands in its event-time folder, not in the folder of the hour
+// it arrived.
+type Layout struct {
+	levels []layoutLevel
+}
+
+type layoutLevel struct {
+	name   string
+	col    int
+	typ    Type
+	format string
+}
+
+// NewLayout resolves partition_by against the output schema.
+func NewLayout(by []PartitionColumn, s *Schema) (*Layout, error) {
+	l := &Layout{}
+	for i, p := range by {
+		c := s.Index(p.Column)
+		if c < 0 {
+			return nil, keyErr(fmt.Sprintf("files.partition_by[%d].column", i), "%q is not an output column", p.Column)
+		}
+		lv := layoutLevel{name: p.Name, col: c, typ: s.Fields[c].Type, format: p.Format}
+		if lv.name == "" {
+			lv.name = p.Column
+		}
+		switch lv.typ {
+		case Timestamp, Date:
+			if lv.format == "" {
+				lv.format = DefaultTimeFormat
+			}
+		case String, Int32, Int64, Bool:
+		default:
+			return nil, keyErr(fmt.Sprintf("files.partition_by[%d].column", i), "column %q is %s; partition by a string, integer, bool, timestamp or date column", p.Column, lv.typ)
+		}
+		l.levels = append(l.levels, lv)
+	}
+	return l, nil
+}
+
+// Folder is the row's folder path, e.g. "dt=2026-11-29/hour=07"; empty
+// without partition columns.
+func (l *Layout) Folder(r Row) string {
+	if len(l.levels) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for i, lv := range l.levels {
+		if i > 0 {
+			b.WriteByte('/')
+		}
+		b.WriteString(lv.name)
+		b.WriteByte('=')
+		b.WriteString(escapeFolderValue(lv.value(r[lv.col])))
+	}
+	return b.String()
+}
+
+func (lv layoutLevel) value(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case time.Time:
+		return x.UTC().Format(lv.format)
+	case string:
+		return x
+	case int32:
+		return strconv.FormatInt(int64(x), 10)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	// A value of the wrong Go type fails in the Parquet writer, which names
+	// the column; here it only must not panic.
+	return fmt.Sprint(v)
+}
+
+// escapeFolderValue keeps letters, digits, '-', '_' and '.', and writes
+// every other byte as %XX: safe in S3 keys and URLs, and Hive, Spark and
+// Trino unescape %XX when they read partition values back.
+func escapeFolderValue(s string) string {
+	if s == "" {
+		return HiveDefaultPartition
+	}
+	const hex = "0123456789ABCDEF"
+	var b []byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if folderSafe(c) {
+			if b != nil {
+				b = append(b, c)
+			}
+			continue
+		}
+		if b == nil {
+			b = append(make([]byte, 0, len(s)+8), s[:i]...)
+		}
+		b = append(b, '%', hex[c>>4], hex[c&15])
+	}
+	if b == nil {
+		return s
+	}
+	return string(b)
+}
+
+func folderSafe(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.'
+}
+
+// FolderGroup is the rows of a batch that share one folder.
+type FolderGroup struct {
+	Folder string
+	Rows   []int // indexes into Batch.Rows, in batch order
+}
+
+// Group splits rows by folder, folders in sorted order, so the same batch
+// always yields the same files in the same order.
+func (l *Layout) Group(rows []Row) []FolderGroup {
+	if len(l.levels) == 0 {
+		all := make([]int, len(rows))
+		for i := range all {
+			all[i] = i
+		}
+		return []FolderGroup{{Rows: all}}
+	}
+	at := map[string]int{}
+	var groups []FolderGroup
+	for i, r := range rows {
+		f := l.Folder(r)
+		g, ok := at[f]
+		if !ok {
+			g = len(groups)
+			at[f] = g
+			groups = append(groups, FolderGroup{Folder: f})
+		}
+		groups[g].Rows = append(groups[g].Rows, i)
+	}
+	slices.SortFunc(groups, func(a, b FolderGroup) int { return strings.Compare(a.Folder, b.Folder) })
+	return groups
+}
+
+// ObjectKey is a file's key below the sink's root:
+// {prefix}/{folder}/{topic}-{partition}-{first}-{last}[-{n}].parquet, where
+// part n > 0 numbers the files a folder splits into at max_file_bytes.
+// Empty parts are left out.
+func ObjectKey(prefix, folder string, b *Batch, part int) string {
+	name := b.Name()
+	if part > 0 {
+		name += "-" + strconv.Itoa(part)
+	}
+	return joinKey(prefix, b.Prefix, folder, name+".parquet")
+}
+
+// joinKey joins key parts with single slashes, skipping empty ones.
+func joinKey(parts ...string) string {
+	var b strings.Builder
+	for _, p := range parts {
+		p = strings.Trim(p, "/")
+		if p == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('/')
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}

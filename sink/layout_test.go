@@ -1,0 +1,100 @@
+package sink
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+var layoutSchema = &Schema{Fields: []Field{
+	{Name: "event_time", Type: Timestamp, Unit: time.Millisecond},
+	{Name: "service", Type: String},
+	{Name: "status", Type: Int32},
+	{Name: "day", Type: Date},
+}}
+
+func TestLayoutFolder(t *testing.T) {
+	ts := time.Date(2026, 11, 29, 7, 45, 0, 0, time.FixedZone("KST", 9*3600)) // 2026-11-28 22:45 UTC
+	for _, tc := range []struct {
+		name string
+		by   []PartitionColumn
+		row  Row
+		want string
+	}{
+		{"none", nil, Row{ts, "api", int32(200), nil}, ""},
+		{"date and hour from one timestamp, in UTC",
+			[]PartitionColumn{{Name: "dt", Column: "event_time", Format: "2006-01-02"}, {Name: "hour", Column: "event_time", Format: "15"}},
+			Row{ts, "api", int32(200), nil}, "dt=2026-11-28/hour=22"},
+		{"default time format", []PartitionColumn{{Name: "dt", Column: "event_time"}}, Row{ts, nil, nil, nil}, "dt=2026-11-28"},
+		{"date column", []PartitionColumn{{Name: "d", Column: "day"}}, Row{nil, nil, nil, time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)}, "d=2026-01-02"},
+		{"plain values", []PartitionColumn{{Name: "service", Column: "service"}, {Name: "status", Column: "status"}},
+			Row{ts, "api-v2.1_x", int32(-1), nil}, "service=api-v2.1_x/status=-1"},
+		{"escaped", []PartitionColumn{{Name: "service", Column: "service"}},
+			Row{ts, "a/b=c d%é", nil, nil}, "service=a%2Fb%3Dc%20d%25%C3%A9"},
+		{"time format with a colon", []PartitionColumn{{Name: "t", Column: "event_time", Format: "15:04"}},
+			Row{ts, nil, nil, nil}, "t=22%3A45"},
+		{"null and empty", []PartitionColumn{{Name: "service", Column: "service"}, {Name: "status", Column: "status"}, {Name: "dt", Column: "event_time"}},
+			Row{nil, "", nil, nil}, "service=__HIVE_DEFAULT_PARTITION__/status=__HIVE_DEFAULT_PARTITION__/dt=__HIVE_DEFAULT_PARTITION__"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := NewLayout(tc.by, layoutSchema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := l.Folder(tc.row); got != tc.want {
+				t.Errorf("Folder = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLayoutRefuses(t *testing.T) {
+	s := &Schema{Fields: []Field{{Name: "f", Type: Float64}}}
+	for _, by := range [][]PartitionColumn{
+		{{Name: "x", Column: "missing"}},
+		{{Name: "f", Column: "f"}},
+	} {
+		if _, err := NewLayout(by, s); err == nil {
+			t.Errorf("NewLayout(%v) took it", by)
+		}
+	}
+}
+
+func TestLayoutGroupIsSortedAndKeepsRowOrder(t *testing.T) {
+	l, err := NewLayout([]PartitionColumn{{Name: "service", Column: "service"}}, layoutSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := []Row{{nil, "web"}, {nil, "api"}, {nil, "web"}, {nil, nil}, {nil, "api"}}
+	for i := range rows {
+		rows[i] = append(rows[i], nil, nil)
+	}
+	got := l.Group(rows)
+	want := []FolderGroup{
+		{"service=__HIVE_DEFAULT_PARTITION__", []int{3}},
+		{"service=api", []int{1, 4}},
+		{"service=web", []int{0, 2}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Group = %v, want %v", got, want)
+	}
+}
+
+func TestObjectKey(t *testing.T) {
+	b := &Batch{Topic: "logs", Partition: 3, First: 100, Last: 199}
+	for _, tc := range []struct {
+		prefix, batchPrefix, folder string
+		part                        int
+		want                        string
+	}{
+		{"", "", "", 0, "logs-3-100-199.parquet"},
+		{"warehouse/logs", "", "dt=2026-11-29/hour=07", 0, "warehouse/logs/dt=2026-11-29/hour=07/logs-3-100-199.parquet"},
+		{"warehouse/logs/", "/replay/r1/", "dt=2026-11-29", 2, "warehouse/logs/replay/r1/dt=2026-11-29/logs-3-100-199-2.parquet"},
+		{"p", "", "_errors", 0, "p/_errors/logs-3-100-199.parquet"},
+	} {
+		b.Prefix = tc.batchPrefix
+		if got := ObjectKey(tc.prefix, tc.folder, b, tc.part); got != tc.want {
+			t.Errorf("ObjectKey(%q, %q, %q, %d) = %q, want %q", tc.prefix, tc.batchPrefix, tc.folder, tc.part, got, tc.want)
+		}
+	}
+}
