@@ -1,0 +1,72 @@
+package sink
+
+import (
+	"context"
+	"time"
+)
+
+// DeadLetter is a record the pipeline could not turn into a row, with the
+// reason.
+type DeadLetter struct {
+	Reason string
+	Source Source
+}
+
+// deadLetterSchema is fixed so that every _errors/ file reads the same.
+var deadLetterSchema = &Schema{Fields: []Field{
+	{Name: "reason", Type: String, Required: true},
+	{Name: "topic", Type: String, Required: true},
+	{Name: "partition", Type: Int32, Required: true},
+	{Name: "offset", Type: Int64, Required: true},
+	{Name: "timestamp", Type: Timestamp, Unit: time.Millisecond},
+	{Name: "key", Type: Bytes},
+	{Name: "value", Type: Bytes},
+}}
+
+// DeadLetterSchema is the schema of dead-letter files: reason, topic,
+// partition, offset, timestamp (the record's, ms), key and value (the
+// record's bytes; null when the record had none).
+func DeadLetterSchema() *Schema { return deadLetterSchema }
+
+// NewDeadLetterBatch makes the dead letters of a partition's records
+// first..last into a batch with DeadLetterSchema, for Files.WriteDeadLetters.
+// Prefix is left empty; set it as for the main batch.
+func NewDeadLetterBatch(topic string, partition int, first, last int64, letters []DeadLetter) *Batch {
+	b := &Batch{
+		Topic: topic, Partition: partition, First: first, Last: last,
+		Schema:  deadLetterSchema,
+		Rows:    make([]Row, len(letters)),
+		Sources: make([]Source, len(letters)),
+	}
+	for i, d := range letters {
+		var ts, key, value any
+		if !d.Source.Timestamp.IsZero() {
+			ts = d.Source.Timestamp.UTC()
+		}
+		if d.Source.Key != nil {
+			key = d.Source.Key
+		}
+		if d.Source.Value != nil {
+			value = d.Source.Value
+		}
+		b.Rows[i] = Row{d.Reason, topic, int32(partition), d.Source.Offset, ts, key, value}
+		b.Sources[i] = d.Source
+	}
+	return b
+}
+
+// WriteDeadLetters writes b (from NewDeadLetterBatch) to
+// {prefix}/{b.Prefix}/_errors/{topic}-{partition}-{first}-{last}.parquet,
+// without partition folders. Spark, Hive and Trino skip folders that start
+// with '_', so the errors never mix into the table. Like Write, it is exactly
+// once by name.
+func (f *Files) WriteDeadLetters(ctx context.Context, b *Batch) error {
+	if len(b.Rows) == 0 {
+		return nil
+	}
+	all := make([]int, len(b.Rows))
+	for i := range all {
+		all[i] = i
+	}
+	return f.writeFolder(ctx, b, "_errors", all)
+}

@@ -1,0 +1,101 @@
+package sink
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Spool files are named so a sweep finds them and nothing else.
+const (
+	spoolPrefix = "logstore-"
+	spoolSuffix = ".parquet.spool"
+	// spoolStaleAfter is how old a spool file must be before a starting
+	// process deletes it as the leftover of a crash; no upload of a healthy
+	// process takes that long.
+	spoolStaleAfter = 6 * time.Hour
+)
+
+// Spool is the local folder a file is written to before it is uploaded, so
+// memory holds one row group per open file, not the whole file.
+type Spool struct {
+	dir string
+}
+
+// NewSpool makes dir if needed and deletes spool files a crashed run left
+// behind.
+func NewSpool(dir string) (*Spool, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("spool folder %s: %w", dir, err)
+	}
+	s := &Spool{dir: dir}
+	s.sweep(time.Now().Add(-spoolStaleAfter))
+	return s, nil
+}
+
+func (s *Spool) sweep(before time.Time) {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasPrefix(name, spoolPrefix) || !strings.HasSuffix(name, spoolSuffix) {
+			continue
+		}
+		if info, err := e.Info(); err == nil && info.ModTime().Before(before) {
+			os.Remove(filepath.Join(s.dir, name))
+		}
+	}
+}
+
+// Create opens a new, empty spool file.
+func (s *Spool) Create() (*SpoolFile, error) {
+	f, err := os.CreateTemp(s.dir, spoolPrefix+"*"+spoolSuffix)
+	if err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	return &SpoolFile{f: f}, nil
+}
+
+// SpoolFile is written once, then read by the upload, then removed.
+type SpoolFile struct {
+	f    *os.File
+	size int64
+}
+
+func (s *SpoolFile) Write(p []byte) (int, error) {
+	n, err := s.f.Write(p)
+	s.size += int64(n)
+	if err != nil {
+		return n, fmt.Errorf("spool %s: %w", s.f.Name(), err)
+	}
+	return n, nil
+}
+
+// ReadAt reads what was written; uploads read parts in parallel through it.
+func (s *SpoolFile) ReadAt(p []byte, off int64) (int, error) { return s.f.ReadAt(p, off) }
+
+// Size is the number of bytes written.
+func (s *SpoolFile) Size() int64 { return s.size }
+
+// Name is the file's path, for messages.
+func (s *SpoolFile) Name() string { return s.f.Name() }
+
+// Remove closes and deletes the file; it is safe to call more than once.
+func (s *SpoolFile) Remove() {
+	if s.f == nil {
+		return
+	}
+	s.f.Close()
+	os.Remove(s.f.Name())
+	s.f = nil
+}
+
+var _ interface {
+	io.Writer
+	io.ReaderAt
+} = (*SpoolFile)(nil)

@@ -1,0 +1,316 @@
+package sink
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+)
+
+// parquetContentType is Parquet's registered media type.
+const parquetContentType = "application/vnd.apache.parquet"
+
+// S3Store keeps files as objects in one bucket. A file up to part_bytes goes
+// in one PutObject, a larger one as a multipart upload; either way the
+// object appears whole or not at all, and a second Put of the same key
+// replaces it.
+type S3Store struct {
+	client   *s3.Client
+	bucket   string
+	endpoint string // for messages; empty is AWS
+	cfg      *S3Config
+	probeKey string
+}
+
+// NewS3Store makes a client from the SDK's default chain (env, profile,
+// IRSA/web identity, EKS Pod Identity, ECS, instance profile) and cfg.
+// cfg must have had SetDefaults.
+func NewS3Store(ctx context.Context, bucket string, cfg *S3Config) (*S3Store, error) {
+	opts := []func(*config.LoadOptions) error{
+		config.WithRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.MaxAttempts = cfg.MaxAttempts
+				o.MaxBackoff = cfg.MaxBackoff
+				o.Backoff = doublingBackoff{max: cfg.MaxBackoff}
+				// The token bucket gives up on retries when many fail at once,
+				// which is exactly an outage; the backoff paces us instead.
+				o.RateLimiter = ratelimit.None
+			})
+		}),
+	}
+	if cfg.Region != "" {
+		opts = append(opts, config.WithRegion(cfg.Region))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("s3: loading AWS config: %w", err)
+	}
+	endpoint := cfg.Endpoint
+	if endpoint == "" {
+		endpoint = envEndpoint()
+	}
+	if awsCfg.Region == "" {
+		if endpoint == "" {
+			return nil, fmt.Errorf("s3: no region for bucket %q: set sinks.files.s3.region or AWS_REGION", bucket)
+		}
+		// S3-compatible servers take any region in the signature.
+		awsCfg.Region = "us-east-1"
+	}
+	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+		o.UsePathStyle = *cfg.PathStyle
+		if cfg.Checksum == "none" {
+			o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+			o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+		}
+	})
+	return &S3Store{client: client, bucket: bucket, endpoint: endpoint, cfg: cfg, probeKey: "_logstore_preflight"}, nil
+}
+
+// Client is the S3 client, for tools and tests that read back.
+func (s *S3Store) Client() *s3.Client { return s.client }
+
+func (s *S3Store) String() string { return "s3://" + s.bucket }
+
+// doublingBackoff waits between half and all of 1s·2^(attempt-1), capped at
+// max: with the defaults (10 attempts, 20s) a request keeps trying for about
+// one to two minutes, which rides out a restart of the S3 endpoint.
+type doublingBackoff struct{ max time.Duration }
+
+func (b doublingBackoff) BackoffDelay(attempt int, _ error) (time.Duration, error) {
+	d := b.max
+	if attempt >= 1 && attempt < 30 {
+		d = min(time.Second<<(attempt-1), b.max)
+	}
+	return d/2 + rand.N(d/2+1), nil
+}
+
+func (s *S3Store) checksum() types.ChecksumAlgorithm {
+	switch s.cfg.Checksum {
+	case "crc32":
+		return types.ChecksumAlgorithmCrc32
+	case "crc32c":
+		return types.ChecksumAlgorithmCrc32c
+	case "sha256":
+		return types.ChecksumAlgorithmSha256
+	}
+	return ""
+}
+
+func (s *S3Store) sse() (types.ServerSideEncryption, *string) {
+	switch s.cfg.SSE {
+	case "aes256":
+		return types.ServerSideEncryptionAes256, nil
+	case "aws:kms":
+		var key *string
+		if s.cfg.KMSKeyID != "" {
+			key = aws.String(s.cfg.KMSKeyID)
+		}
+		return types.ServerSideEncryptionAwsKms, key
+	}
+	return "", nil
+}
+
+// storageClass is empty for STANDARD, which S3 applies anyway; some
+// S3-compatible servers refuse the header.
+func (s *S3Store) storageClass() types.StorageClass {
+	if s.cfg.StorageClass == "STANDARD" {
+		return ""
+	}
+	return types.StorageClass(s.cfg.StorageClass)
+}
+
+// Put uploads size bytes of body to key.
+func (s *S3Store) Put(ctx context.Context, key string, body io.ReaderAt, size int64) error {
+	if size <= s.cfg.PartBytes {
+		return s.putObject(ctx, key, io.NewSectionReader(body, 0, size), size)
+	}
+	return s.putMultipart(ctx, key, body, size)
+}
+
+func (s *S3Store) putObject(ctx context.Context, key string, body io.ReadSeeker, size int64) error {
+	sse, kms := s.sse()
+	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket:               &s.bucket,
+		Key:                  &key,
+		Body:                 body,
+		ContentLength:        aws.Int64(size),
+		ContentType:          aws.String(parquetContentType),
+		ChecksumAlgorithm:    s.checksum(),
+		ServerSideEncryption: sse,
+		SSEKMSKeyId:          kms,
+		StorageClass:         s.storageClass(),
+	})
+	if err != nil {
+		return s.explain("PutObject", key, err)
+	}
+	return nil
+}
+
+func (s *S3Store) putMultipart(ctx context.Context, key string, body io.ReaderAt, size int64) error {
+	// S3 takes at most 10000 parts; grow the part for huge files.
+	partBytes := max(s.cfg.PartBytes, (size+maxParts-1)/maxParts)
+	n := int((size + partBytes - 1) / partBytes)
+	sse, kms := s.sse()
+	created, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
+		Bucket:               &s.bucket,
+		Key:                  &key,
+		ContentType:          aws.String(parquetContentType),
+		ChecksumAlgorithm:    s.checksum(),
+		ServerSideEncryption: sse,
+		SSEKMSKeyId:          kms,
+		StorageClass:         s.storageClass(),
+	})
+	if err != nil {
+		return s.explain("CreateMultipartUpload", key, err)
+	}
+	uploadID := created.UploadId
+	parts := make([]types.CompletedPart, n)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		once     sync.Once
+		firstErr error
+		slots    = make(chan struct{}, s.cfg.PartConcurrency)
+	)
+	for i := range n {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			off := int64(i) * partBytes
+			part, err := s.client.UploadPart(ctx, &s3.UploadPartInput{
+				Bucket:            &s.bucket,
+				Key:               &key,
+				UploadId:          uploadID,
+				PartNumber:        aws.Int32(int32(i + 1)),
+				Body:              io.NewSectionReader(body, off, min(partBytes, size-off)),
+				ContentLength:     aws.Int64(min(partBytes, size-off)),
+				ChecksumAlgorithm: s.checksum(),
+			})
+			if err != nil {
+				once.Do(func() {
+					firstErr = s.explain(fmt.Sprintf("UploadPart %d/%d", i+1, n), key, err)
+					cancel()
+				})
+				return
+			}
+			parts[i] = types.CompletedPart{
+				PartNumber:     aws.Int32(int32(i + 1)),
+				ETag:           part.ETag,
+				ChecksumCRC32:  part.ChecksumCRC32,
+				ChecksumCRC32C: part.ChecksumCRC32C,
+				ChecksumSHA256: part.ChecksumSHA256,
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr == nil && ctx.Err() != nil {
+		firstErr = ctx.Err()
+	}
+	if firstErr == nil {
+		_, err = s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+			Bucket:          &s.bucket,
+			Key:             &key,
+			UploadId:        uploadID,
+			MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
+		})
+		if err == nil {
+			return nil
+		}
+		firstErr = s.explain("CompleteMultipartUpload", key, err)
+	}
+	// Parts of an abandoned upload are billed until aborted; abort even when
+	// ctx is done. A failed abort is left to the bucket's lifecycle rule
+	// (AbortIncompleteMultipartUpload), which the README recommends.
+	abortCtx, stop := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer stop()
+	s.client.AbortMultipartUpload(abortCtx, &s3.AbortMultipartUploadInput{
+		Bucket: &s.bucket, Key: &key, UploadId: uploadID,
+	}, func(o *s3.Options) { o.RetryMaxAttempts = 3 })
+	return firstErr
+}
+
+// Preflight checks that the bucket exists and that we may write to it: a
+// HeadBucket, then a small PutObject under the prefix (and a best-effort
+// delete of it). Its name starts with '_', so table readers skip it if the
+// delete is not allowed.
+func (s *S3Store) Preflight(ctx context.Context) error {
+	few := func(o *s3.Options) { o.RetryMaxAttempts = 3 }
+	if _, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &s.bucket}, few); err != nil {
+		return s.explain("preflight HeadBucket", "", err)
+	}
+	probe := []byte("logstore preflight: checks that this process may write here\n")
+	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket:        &s.bucket,
+		Key:           &s.probeKey,
+		Body:          bytes.NewReader(probe),
+		ContentLength: aws.Int64(int64(len(probe))),
+		ContentType:   aws.String("text/plain"),
+	}, few)
+	if err != nil {
+		return s.explain("preflight PutObject", s.probeKey, err)
+	}
+	s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &s.probeKey}, few)
+	return nil
+}
+
+// explain turns an SDK error into one that names the bucket and says what
+// to check.
+func (s *S3Store) explain(op, key string, err error) error {
+	where := fmt.Sprintf("s3://%s", s.bucket)
+	if key != "" {
+		where += "/" + key
+	}
+	if s.endpoint != "" {
+		where += " at " + s.endpoint
+	}
+	status := 0
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) {
+		status = re.HTTPStatusCode()
+	}
+	code := ""
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		code = api.ErrorCode()
+	}
+	switch {
+	case code == "NoSuchBucket" || (status == http.StatusNotFound && key == ""):
+		return fmt.Errorf("s3: bucket %q does not exist (%s, %s): create it or fix sinks.files.url: %w", s.bucket, op, where, err)
+	case slices.Contains([]string{"InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken"}, code):
+		return fmt.Errorf("s3: access denied to bucket %q (%s, %s): the credentials are not valid (%s): check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, the profile or the pod's role: %w", s.bucket, op, where, code, err)
+	case code == "AccessDenied" || status == http.StatusForbidden:
+		return fmt.Errorf("s3: access denied to bucket %q (%s, %s): the credentials may not use it; the policy must allow s3:ListBucket on the bucket and s3:PutObject (and s3:AbortMultipartUpload) on its keys: %w", s.bucket, op, where, err)
+	case code == "PermanentRedirect" || code == "AuthorizationHeaderMalformed" || status == http.StatusMovedPermanently:
+		return fmt.Errorf("s3: bucket %q is in another region than %q (%s): set sinks.files.s3.region: %w", s.bucket, s.client.Options().Region, op, err)
+	case strings.Contains(err.Error(), "failed to retrieve credentials") || strings.Contains(err.Error(), "no EC2 IMDS role found"):
+		return fmt.Errorf("s3: no AWS credentials for bucket %q (%s): set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE, or give the pod or instance a role: %w", s.bucket, op, err)
+	}
+	return fmt.Errorf("s3: %s %s: %w", op, where, err)
+}
