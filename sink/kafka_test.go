@@ -1,0 +1,182 @@
+package sink
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+func TestAppendRowJSON(t *testing.T) {
+	rows := allTypesRows()
+	want := []string{
+		`{"ts_ms":"2026-11-29T07:05:03.123456789Z","s":"héllo","i32":-7,"i64":1099511627776,"f32":1.5,"f64":2.25,"b":true,` +
+			`"ts_us":"2026-11-29T07:05:03.123456789Z","d":"2026-11-29","raw":"AAEC","doc":{"a":[1,2]},` +
+			`"labels":{"":"empty key","a":"1","b":"2"},"req_labels":{"k":"v"},"req_s":"x"}`,
+		`{"ts_ms":"2026-11-29T07:05:04.123456789Z","s":null,"i32":null,"i64":null,"f32":null,"f64":null,"b":null,` +
+			`"ts_us":null,"d":null,"raw":null,"doc":null,"labels":null,"req_labels":{},"req_s":""}`,
+		`{"ts_ms":"2026-11-29T07:05:05.123456789Z","s":"","i32":2147483647,"i64":-9223372036854775808,"f32":"-Infinity","f64":"NaN","b":false,` +
+			`"ts_us":"1969-12-31T23:59:59.999999Z","d":"1969-12-31","raw":"","doc":null,"labels":{},"req_labels":{"a":""},"req_s":"y"}`,
+	}
+	for i, r := range rows {
+		got, err := AppendRowJSON(nil, allTypes, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != want[i] {
+			t.Errorf("row %d:\n got %s\nwant %s", i, got, want[i])
+		}
+		if !json.Valid(got) {
+			t.Errorf("row %d: invalid JSON %s", i, got)
+		}
+	}
+}
+
+func TestAppendRowJSONStrings(t *testing.T) {
+	s := &Schema{Fields: []Field{{Name: "s", Type: String}, {Name: "j", Type: JSON}, {Name: "f", Type: Float32}}}
+	got, err := AppendRowJSON(nil, s, Row{"q\"b\\n\n\t\x01\xff€", "{not json", float32(math.Inf(1))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"s":"q\"b\\n\n\t\u0001\ufffd€","j":"{not json","f":"Infinity"}`
+	if string(got) != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	var back map[string]any
+	if err := json.Unmarshal(got, &back); err != nil || back["s"] != "q\"b\\n\n\t\x01\uFFFD€" {
+		t.Errorf("round trip: %v %q", err, back["s"])
+	}
+}
+
+func kafkaBatch() *Batch {
+	rows := logRows(time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC), 50)
+	b := &Batch{Topic: "in", Partition: 7, First: 100, Last: 160, Schema: logSchema, Rows: rows}
+	for i := range rows {
+		b.Sources = append(b.Sources, Source{Offset: 100 + int64(i), Value: []byte("original-" + strconv.Itoa(i))})
+	}
+	return b
+}
+
+func TestKafkaMessages(t *testing.T) {
+	b := kafkaBatch()
+	for _, value := range KafkaValues {
+		cfg := &KafkaConfig{Topic: "out", Key: "service", Value: value}
+		cfg.setDefaults()
+		msgs, err := KafkaMessages(cfg, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range msgs {
+			if string(m.Key) != b.Rows[i][2] {
+				t.Errorf("%s: key %q, want %q", value, m.Key, b.Rows[i][2])
+			}
+			wantValue := string(b.Sources[i].Value)
+			if value == "json" {
+				j, _ := AppendRowJSON(nil, logSchema, b.Rows[i])
+				wantValue = string(j)
+			}
+			if string(m.Value) != wantValue {
+				t.Errorf("%s: value %q, want %q", value, m.Value, wantValue)
+			}
+			checkSourceHeaders(t, m, "in", 7, 100+int64(i))
+		}
+	}
+	cfg := &KafkaConfig{Topic: "out", Value: "original"}
+	cfg.setDefaults()
+	b.Sources = nil
+	if _, err := KafkaMessages(cfg, b); err == nil {
+		t.Error("value: original without sources: no error")
+	}
+}
+
+func checkSourceHeaders(t *testing.T, m kafka.Message, topic string, partition int, offset int64) {
+	t.Helper()
+	want := map[string]string{
+		HeaderSourceTopic:     topic,
+		HeaderSourcePartition: strconv.Itoa(partition),
+		HeaderSourceOffset:    strconv.FormatInt(offset, 10),
+	}
+	got := map[string]string{}
+	for _, h := range m.Headers {
+		got[h.Key] = string(h.Value)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("header %s = %q, want %q", k, got[k], v)
+		}
+	}
+}
+
+// TestKafkaWrite produces to an in-process cluster (kfake) and reads back.
+func TestKafkaWrite(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cfg := &KafkaConfig{Topic: "out", Key: "trace_id"}
+	cfg.setDefaults()
+	k, err := NewKafka(cfg, c.ListenAddrs(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := k.Preflight(ctx, c.ListenAddrs(), nil); err != nil {
+		t.Fatal(err)
+	}
+	b := kafkaBatch()
+	start := time.Now()
+	if err := k.Write(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 900*time.Millisecond {
+		t.Errorf("Write took %s; the batch timeout should keep a partial batch well under kafka-go's 1s", d)
+	}
+	seen := map[int64]bool{}
+	for p := range 3 {
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: c.ListenAddrs(), Topic: "out", Partition: p, MaxWait: 100 * time.Millisecond})
+		for {
+			rctx, rcancel := context.WithTimeout(ctx, time.Second)
+			m, err := r.ReadMessage(rctx)
+			rcancel()
+			if err != nil {
+				break
+			}
+			off, _ := strconv.ParseInt(headerValue(m, HeaderSourceOffset), 10, 64)
+			i := int(off - 100)
+			if j, _ := AppendRowJSON(nil, logSchema, b.Rows[i]); string(m.Value) != string(j) {
+				t.Errorf("offset %d: value %s", off, m.Value)
+			}
+			checkSourceHeaders(t, m, "in", 7, off)
+			seen[off] = true
+		}
+		r.Close()
+	}
+	if len(seen) != len(b.Rows) {
+		t.Errorf("read back %d of %d records", len(seen), len(b.Rows))
+	}
+
+	missing := &KafkaConfig{Topic: "nope"}
+	missing.setDefaults()
+	k2, _ := NewKafka(missing, c.ListenAddrs(), nil)
+	defer k2.Close()
+	if err := k2.Preflight(ctx, c.ListenAddrs(), nil); err == nil {
+		t.Error("preflight took a missing topic")
+	}
+}
+
+func headerValue(m kafka.Message, key string) string {
+	for _, h := range m.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
