@@ -1,0 +1,75 @@
+package pipeline
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParsePath(t *testing.T) {
+	k := func(s string) pathStep { return pathStep{key: s, index: -1} }
+	i := func(n int) pathStep { return pathStep{index: n} }
+	tests := []struct {
+		path    string
+		want    []pathStep
+		wantErr string
+	}{
+		{"level", []pathStep{k("level")}, ""},
+		{"http.status", []pathStep{k("http"), k("status")}, ""},
+		{"a.b.c", []pathStep{k("a"), k("b"), k("c")}, ""},
+		{"tags[0]", []pathStep{k("tags"), i(0)}, ""},
+		{"users[12].name", []pathStep{k("users"), i(12), k("name")}, ""},
+		{"m[0][1]", []pathStep{k("m"), i(0), i(1)}, ""},
+		{`labels["k8s.io/app"]`, []pathStep{k("labels"), k("k8s.io/app")}, ""},
+		{`labels["a]b"].c`, []pathStep{k("labels"), k("a]b"), k("c")}, ""},
+		{`["kafka"].key`, []pathStep{k("kafka"), k("key")}, ""},
+		{"@timestamp", []pathStep{k("@timestamp")}, ""},
+		{"", nil, "empty path"},
+		{"a..b", nil, "empty key"},
+		{"a.", nil, "ends with '.'"},
+		{".a", nil, "empty key"},
+		{"a[x]", nil, `"x" is not an array index`},
+		{"a[-1]", nil, "is not an array index"},
+		{"a[1", nil, "unterminated ["},
+		{`a["b]`, nil, "unterminated"},
+	}
+	for _, tt := range tests {
+		got, err := parsePath(tt.path)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%q: error %v, want %q", tt.path, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%q: got %+v %v, want %+v", tt.path, got, err, tt.want)
+		}
+	}
+}
+
+// TestScanDoesNotAllocate checks the scanner's promise: no allocation for a
+// valid record, wanted paths or not.
+func TestScanDoesNotAllocate(t *testing.T) {
+	tree := newPathTree()
+	n := 0
+	for _, p := range []string{"a.b", "list[1].x", "s", "escape"} {
+		steps, _ := parsePath(p)
+		tree.add(steps, &n)
+	}
+	doc := []byte(`{"a": {"b": [1, 2.5, {"c": null}]}, "list": [{"x": 1}, {"x": "two"}], "s": "t\u00e9xt", "esc\u0061pe": 1, "skip": {"deep": [[[true, false]]]}}`)
+	spans := make([]jsonSpan, n)
+	var s jsonScanner
+	if allocs := testing.AllocsPerRun(100, func() {
+		clear(spans)
+		if err := s.scan(doc, tree, spans); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs != 0 {
+		t.Errorf("%v allocations per scan", allocs)
+	}
+	for slot, sp := range spans {
+		if sp.kind == jsonMissing {
+			t.Errorf("slot %d not found", slot)
+		}
+	}
+}
