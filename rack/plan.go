@@ -90,8 +90,9 @@ type plannedMember struct {
 //     does not matter.
 //
 // Each objective is met exactly, not approximately: Plan solves a min-cost
-// flow (see solve). Partitions of topics nobody subscribes to come back in
-// Unassigned.
+// flow (see solve). The one exception: with mixed subscriptions past about
+// 10⁵ partitions, stickiness is dropped to keep costs within int64.
+// Partitions of topics nobody subscribes to come back in Unassigned.
 func Plan(c Cluster, members []Member) PlanResult {
 	p := newPlanner(c, members)
 	p.solve()
