@@ -306,9 +306,13 @@ type brokerConn struct {
 }
 
 func dialBroker(ctx context.Context, d *kafka.Dialer, addr string) (*brokerConn, error) {
-	if d.Timeout > 0 {
+	timeout := d.Timeout
+	if _, ok := ctx.Deadline(); !ok && timeout <= 0 {
+		timeout = requestTimeout
+	}
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d.Timeout)
+		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
 	if !d.Deadline.IsZero() {
@@ -463,12 +467,16 @@ func (c *brokerConn) exchange(ctx context.Context, req protocol.Message) (versio
 }
 
 // within runs one request/response on the connection bounded by ctx: its
-// deadline becomes the socket deadline and its cancellation unblocks I/O.
+// deadline (or requestTimeout) becomes the socket deadline and its
+// cancellation unblocks I/O.
 func (c *brokerConn) within(ctx context.Context, do func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	deadline, _ := ctx.Deadline()
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(requestTimeout)
+	}
 	c.pc.SetDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { c.pc.SetDeadline(time.Unix(1, 0)) })
 	err := do()

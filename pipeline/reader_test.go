@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"log/slog"
 	"math/big"
 	"net"
 	"strconv"
@@ -33,7 +34,7 @@ import (
 
 // produce writes records to partition 0 of their topic, one ProduceSync per
 // call (so one batch per call when they fit).
-func produce(t *testing.T, addrs []string, opts []kgo.Opt, recs ...*kgo.Record) {
+func produce(t testing.TB, addrs []string, opts []kgo.Opt, recs ...*kgo.Record) {
 	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(addrs...),
@@ -78,7 +79,7 @@ func testReader(t *testing.T, addrs []string, cfg ReaderConfig) *PartitionReader
 }
 
 // readTo fetches until the reader's offset reaches end.
-func readTo(t *testing.T, r *PartitionReader, end int64) []kafka.Message {
+func readTo(t testing.TB, r *PartitionReader, end int64) []kafka.Message {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -728,4 +729,55 @@ func TestReaderCloseAbortsFetch(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("Close did not abort the Fetch")
 	}
+}
+
+// BenchmarkReaders compares PartitionReader with kafka-go's Reader reading
+// the same partition from kfake; the integration build has the same on the
+// real cluster.
+func BenchmarkReaders(b *testing.B) {
+	c, err := kfake.NewCluster(kfake.SeedTopics(1, testTopic))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	const n = 20000
+	for i := 0; i < n; i += 1000 {
+		var recs []*kgo.Record
+		for j := i; j < i+1000; j++ {
+			recs = append(recs, &kgo.Record{Value: bytes.Repeat([]byte{'x'}, 200)})
+		}
+		produce(b, c.ListenAddrs(), nil, recs...)
+	}
+	benchmarkReaders(b, c.ListenAddrs(), testTopic, n, 200)
+}
+
+// benchmarkReaders reads records 0..n-1 of topic/0, each with a value of
+// valueSize bytes, once per iteration with each reader.
+func benchmarkReaders(b *testing.B, addrs []string, topic string, n int64, valueSize int) {
+	b.Run("PartitionReader", func(b *testing.B) {
+		b.SetBytes(n * int64(valueSize))
+		for b.Loop() {
+			r := NewPartitionReader(ReaderConfig{Brokers: addrs, Topic: topic, MaxWait: 50 * time.Millisecond, Log: slog.New(slog.DiscardHandler)})
+			r.Seek(0)
+			if got := readTo(b, r, n); int64(len(got)) != n {
+				b.Fatalf("read %d records, want %d", len(got), n)
+			}
+			r.Close()
+		}
+	})
+	b.Run("kafka-go Reader", func(b *testing.B) {
+		b.SetBytes(n * int64(valueSize))
+		for b.Loop() {
+			kr := kafka.NewReader(kafka.ReaderConfig{Brokers: addrs, Topic: topic, Partition: 0,
+				MinBytes: 1, MaxBytes: DefaultFetchMaxBytes, MaxWait: 50 * time.Millisecond})
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			for i := int64(0); i < n; i++ {
+				if _, err := kr.ReadMessage(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cancel()
+			kr.Close()
+		}
+	})
 }
