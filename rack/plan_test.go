@@ -586,3 +586,19 @@ func exhaustive(c Cluster, members []Member) planScore {
 	walk(0, planScore{})
 	return best
 }
+
+func TestFitsInt64(t *testing.T) {
+	for _, tt := range []struct {
+		factors []int64
+		want    bool
+	}{
+		{[]int64{1000, 1002, 1000, 10}, true},
+		{[]int64{1 << 20, 1 << 20, 1 << 20}, true},
+		{[]int64{1 << 20, 1 << 21, 1 << 21}, false},
+		{[]int64{100_000, 100_002, 100_000, 100_000}, false},
+	} {
+		if got := fitsInt64(tt.factors...); got != tt.want {
+			t.Errorf("fitsInt64%v = %v", tt.factors, got)
+		}
+	}
+}
