@@ -449,8 +449,8 @@ func (p *planner) sinkMixed(net *flowNetwork, memberNode func(int) int, sink, mo
 	}
 }
 
-// fitsInt64 reports whether the product of the factors, all positive, stays
-// below 2⁶², leaving room for sums of such products.
+// fitsInt64 reports whether the product of the factors, all positive, is at
+// most 2⁶², leaving room for sums of such products.
 func fitsInt64(factors ...int64) bool {
 	product := int64(1)
 	for _, f := range factors {

@@ -593,8 +593,8 @@ func TestFitsInt64(t *testing.T) {
 		want    bool
 	}{
 		{[]int64{1000, 1002, 1000, 10}, true},
-		{[]int64{1 << 20, 1 << 20, 1 << 20}, true},
-		{[]int64{1 << 20, 1 << 21, 1 << 21}, false},
+		{[]int64{1 << 20, 1 << 21, 1 << 21}, true},
+		{[]int64{1 << 20, 1 << 21, 1<<21 + 1}, false},
 		{[]int64{100_000, 100_002, 100_000, 100_000}, false},
 	} {
 		if got := fitsInt64(tt.factors...); got != tt.want {
