@@ -197,7 +197,7 @@ type JSONSyntaxError struct {
 }
 
 func (e *JSONSyntaxError) Error() string {
-	return fmt.Sprintf("invalid JSON at byte %d: %s", e.Offset, e.Msg)
+	return fmt.Sprintf("%s at byte %d", e.Msg, e.Offset)
 }
 
 func (s *jsonScanner) fail(msg string) error {

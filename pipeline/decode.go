@@ -1,0 +1,654 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/logstore/logstore/sink"
+)
+
+// Decoder turns Kafka records into rows by a schema: it parses each record
+// once, picking only the paths its columns name, converts them to the column
+// types, derives the expr columns and applies the where filter. It is safe
+// for concurrent use.
+//
+// Conversions are lenient where logs commonly disagree with their schema:
+//   - int and float columns take numbers and numeric strings ("200");
+//     an int column takes 2e3 or 200.0 but not 200.5;
+//   - bool columns take true/false and the strings strconv.ParseBool knows;
+//   - string columns take a number, boolean, object or array as its JSON text;
+//   - bytes columns take a string's UTF-8 bytes (not base64);
+//   - epoch time formats take numbers and numeric strings, with a fraction;
+//   - map<string,string> values that are not strings are kept as JSON text,
+//     null values are left out;
+//   - a JSON null is the same as a missing field.
+//
+// Invalid UTF-8 in strings becomes U+FFFD, as with encoding/json.
+type Decoder struct {
+	schema sink.Schema
+	text   bool // format: text
+	cols   []column
+	tree   *pathNode
+	nslots int
+	// textSlots are the slots of string, json and map columns: their text
+	// goes to the row's string arena.
+	textSlots []int
+
+	// The CEL part (transform.go).
+	vars    map[string]int // CEL variable name → column index, or a kafkaVar
+	exprs   []int          // the derived columns, in order
+	where   *celProgram
+	whereAt int // where runs after exprs[:whereAt]
+
+	states sync.Pool // *decodeState
+}
+
+type column struct {
+	key      string // "columns[N]", for config errors
+	name     string
+	typ      sink.Type
+	unit     time.Duration
+	src      sourceKind
+	path     string // the source as configured, for messages
+	slot     int    // srcPath: the capture slot
+	header   string // srcHeader
+	required bool
+	def      any // the default, already converted; nil for none
+	tf       timeFormat
+	expr     *celProgram
+}
+
+// decodeState is the per-call scratch, pooled so a Decode allocates only
+// what the row keeps.
+type decodeState struct {
+	scanner jsonScanner
+	spans   []jsonSpan
+	text    []byte // unescaped string values
+	keys    []byte // unescaped map keys
+	num     []byte // formatted numbers of Kafka fields
+	act     rowActivation
+	strs    []byte // the current row's string arena
+}
+
+// str returns b as a string carved from the row's arena, so that one
+// allocation holds the text of all of a row's strings. Bytes once handed
+// out are never written again: the arena only grows, and a full arena is
+// replaced, not reused.
+func (st *decodeState) str(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if cap(st.strs)-len(st.strs) < len(b) {
+		st.strs = make([]byte, 0, max(len(b), 64))
+	}
+	start := len(st.strs)
+	st.strs = append(st.strs, b...)
+	return unsafe.String(&st.strs[start], len(b))
+}
+
+// NewDecoder builds the decoder of a schema section; its errors are the
+// config errors of Validate.
+func NewDecoder(cfg SchemaConfig) (*Decoder, error) {
+	cfg.Columns = slices.Clone(cfg.Columns)
+	cfg.SetDefaults()
+	return newDecoder(&cfg)
+}
+
+func newDecoder(cfg *SchemaConfig) (*Decoder, error) {
+	switch cfg.Format {
+	case "json", "text":
+	default:
+		return nil, keyErr("format", "%q is not json or text", cfg.Format)
+	}
+	if len(cfg.Columns) == 0 {
+		return nil, keyErr("columns", "no columns; list at least one {name, type}")
+	}
+	d := &Decoder{text: cfg.Format == "text", tree: newPathTree()}
+	seen := map[string]int{}
+	for i, cc := range cfg.Columns {
+		key := fmt.Sprintf("columns[%d]", i)
+		c := column{key: key, name: cc.Name, typ: cc.Type, required: cc.Required, slot: -1, path: cc.Source}
+		if cc.Name == "" {
+			return nil, keyErr(key+".name", "missing; every column needs a name")
+		}
+		if j, dup := seen[cc.Name]; dup {
+			return nil, keyErr(key+".name", "%q is also the name of columns[%d]", cc.Name, j)
+		}
+		seen[cc.Name] = i
+		if !cc.Type.Valid() {
+			if cc.Type == "" {
+				return nil, keyErr(key+".type", "missing; one of %s", typeList(sink.Types))
+			}
+			return nil, keyErr(key+".type", "%q is not one of %s", cc.Type, typeList(sink.Types))
+		}
+		switch {
+		case cc.Type == sink.Timestamp:
+			switch cc.Unit {
+			case "ms", "":
+				c.unit = time.Millisecond
+			case "us":
+				c.unit = time.Microsecond
+			default:
+				return nil, keyErr(key+".unit", "%q is not ms or us", cc.Unit)
+			}
+		case cc.Unit != "":
+			return nil, keyErr(key+".unit", "only a timestamp column has a unit")
+		}
+		switch {
+		case cc.Type == sink.Timestamp || cc.Type == sink.Date:
+			tf := cc.TimeFormat
+			if tf == "" {
+				tf = map[sink.Type]string{sink.Timestamp: "rfc3339", sink.Date: dateLayout}[cc.Type]
+			}
+			f, err := parseTimeFormat(tf)
+			if err != nil {
+				return nil, keyErr(key+".time_format", "%v", err)
+			}
+			c.tf = f
+		case cc.TimeFormat != "":
+			return nil, keyErr(key+".time_format", "only a timestamp or date column has a time_format")
+		}
+		if cc.Required && cc.Default != nil {
+			return nil, keyErr(key+".default", "a required column has no default: a record without the field is a dead letter")
+		}
+		if cc.Expr != "" {
+			if cc.Source != "" {
+				return nil, keyErr(key+".expr", "a column has a source or an expr, not both")
+			}
+			c.src = srcExpr
+			d.exprs = append(d.exprs, i)
+		} else {
+			src := cc.Source
+			if src == "" {
+				src = cc.Name
+				if d.text {
+					src = "value"
+				}
+				c.path = src
+			}
+			kind, header, steps, err := parseSource(src, cfg.Format)
+			if err != nil {
+				return nil, keyErr(key+".source", "%v", err)
+			}
+			c.src, c.header = kind, header
+			if kind == srcPath {
+				c.slot = d.tree.add(steps, &d.nslots)
+				switch c.typ {
+				case sink.String, sink.JSON, sink.StringMap:
+					d.textSlots = append(d.textSlots, c.slot)
+				}
+			}
+			allowed := sourceTypes[kind]
+			if kind == srcValue && !d.text {
+				allowed = []sink.Type{sink.String, sink.Bytes, sink.JSON}
+			}
+			if allowed != nil && !slices.Contains(allowed, cc.Type) {
+				return nil, keyErr(key+".type", "source %s gives %s, not %s", src, typeList(allowed), cc.Type)
+			}
+		}
+		if cc.Default != nil {
+			v, err := c.defaultValue(cc.Default)
+			if err != nil {
+				return nil, keyErr(key+".default", "%v", err)
+			}
+			c.def = v
+		}
+		d.cols = append(d.cols, c)
+		d.schema.Fields = append(d.schema.Fields, sink.Field{
+			Name:     c.name,
+			Type:     c.typ,
+			Unit:     c.unit,
+			Required: c.required || c.def != nil,
+		})
+	}
+	if err := d.compileCEL(cfg); err != nil {
+		return nil, err
+	}
+	d.states.New = func() any {
+		return &decodeState{spans: make([]jsonSpan, d.nslots)}
+	}
+	return d, nil
+}
+
+// Schema is the schema of the rows Decode returns.
+func (d *Decoder) Schema() *sink.Schema { return &d.schema }
+
+// Decode turns one record into a row, reusing dst's storage when it is large
+// enough (on error too). keep is false when the where filter drops the
+// record. An error is a record the pipeline cannot take; its message is the
+// dead-letter reason.
+func (d *Decoder) Decode(msg *kafka.Message, dst sink.Row) (row sink.Row, keep bool, err error) {
+	n := len(d.cols)
+	if cap(dst) >= n {
+		row = dst[:n]
+	} else {
+		row = make(sink.Row, n)
+	}
+	st := d.states.Get().(*decodeState)
+	defer func() {
+		st.strs = nil // the row's now
+		d.states.Put(st)
+	}()
+	if !d.text {
+		if err := d.scan(msg.Value, st); err != nil {
+			return row, false, err
+		}
+		// Decoded text is seldom longer than its JSON (only invalid UTF-8
+		// grows), so the spans size the arena.
+		n := 0
+		for _, slot := range d.textSlots {
+			n += st.spans[slot].end - st.spans[slot].start
+		}
+		st.strs = make([]byte, 0, n)
+	}
+	for i := range d.cols {
+		c := &d.cols[i]
+		if c.src == srcExpr {
+			row[i] = nil
+			continue
+		}
+		v, err := d.field(c, msg, st)
+		if err != nil {
+			return row, false, err
+		}
+		row[i] = v
+	}
+	keep, err = d.transform(row, msg, st)
+	return row, keep, err
+}
+
+func (d *Decoder) scan(value []byte, st *decodeState) error {
+	clear(st.spans)
+	if len(value) == 0 {
+		return fmt.Errorf("the value is empty, not a JSON object")
+	}
+	err := st.scanner.scan(value, d.tree, st.spans)
+	st.scanner.buf = nil
+	if err != nil {
+		return fmt.Errorf("the value is not JSON: %w", err)
+	}
+	for _, c := range value {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '{':
+			return nil
+		}
+		return fmt.Errorf("the value is JSON but not an object")
+	}
+	return nil
+}
+
+// fieldValue is a value on its way to a column: the JSON text of a value
+// from the record, or the bytes of a Kafka field (raw nil).
+type fieldValue struct {
+	kind jsonKind
+	raw  []byte // JSON text
+	text []byte // jsonString: the string's content, unescaped
+}
+
+func (d *Decoder) field(c *column, msg *kafka.Message, st *decodeState) (any, error) {
+	var v fieldValue
+	switch c.src {
+	case srcPath:
+		sp := st.spans[c.slot]
+		v.kind = sp.kind
+		if sp.kind != jsonMissing {
+			v.raw = msg.Value[sp.start:sp.end]
+			if sp.kind == jsonString && c.typ != sink.JSON {
+				v.text = jsonText(msg.Value, sp, &st.text)
+			}
+		}
+	case srcValue:
+		if !d.text {
+			v = fieldValue{kind: jsonObject, raw: msg.Value}
+			break
+		}
+		v = textValue(msg.Value)
+	case srcKey:
+		v = textValue(msg.Key)
+	case srcHeader:
+		for i := len(msg.Headers) - 1; i >= 0; i-- {
+			if msg.Headers[i].Key == c.header {
+				v = textValue(msg.Headers[i].Value)
+				if v.text == nil { // a header with a null value
+					v.text = []byte{}
+				}
+				break
+			}
+		}
+	case srcTopic:
+		v = fieldValue{kind: jsonString, text: []byte(msg.Topic)}
+	case srcPartition:
+		st.num = strconv.AppendInt(st.num[:0], int64(msg.Partition), 10)
+		v = fieldValue{kind: jsonNumber, raw: st.num}
+	case srcOffset:
+		st.num = strconv.AppendInt(st.num[:0], msg.Offset, 10)
+		v = fieldValue{kind: jsonNumber, raw: st.num}
+	case srcTimestamp:
+		return c.kafkaTime(msg.Time)
+	case srcHeaders:
+		if len(msg.Headers) == 0 {
+			return c.missing()
+		}
+		m := make(map[string]string, len(msg.Headers))
+		for _, h := range msg.Headers {
+			m[h.Key] = string(h.Value)
+		}
+		return m, nil
+	}
+	return c.convert(v, st)
+}
+
+// textValue is a Kafka field read as a string; a nil field is missing.
+func textValue(b []byte) fieldValue {
+	if b == nil {
+		return fieldValue{}
+	}
+	return fieldValue{kind: jsonString, text: b}
+}
+
+func (c *column) kafkaTime(t time.Time) (any, error) {
+	if t.IsZero() {
+		return c.missing()
+	}
+	t = t.UTC()
+	switch c.typ {
+	case sink.Timestamp:
+		return toUnit(t, c.unit), nil
+	case sink.Date:
+		return toDate(t), nil
+	case sink.Int64:
+		return t.UnixMilli(), nil
+	default: // sink.String
+		return t.Format(time.RFC3339Nano), nil
+	}
+}
+
+// missing is the value of a missing or null field.
+func (c *column) missing() (any, error) {
+	if c.def != nil {
+		return c.def, nil
+	}
+	if c.required {
+		if c.src == srcExpr {
+			return nil, fmt.Errorf("column %q: expr gave null for a required column", c.name)
+		}
+		return nil, fmt.Errorf("column %q: required field %s is missing or null", c.name, c.path)
+	}
+	return nil, nil
+}
+
+// convert gives a value the column's type.
+func (c *column) convert(v fieldValue, st *decodeState) (any, error) {
+	if v.kind == jsonMissing || v.kind == jsonNull {
+		return c.missing()
+	}
+	switch c.typ {
+	case sink.String:
+		switch {
+		case v.kind != jsonString:
+			return st.str(v.raw), nil
+		case v.raw == nil && !isValidText(v.text):
+			return string(bytes.ToValidUTF8(v.text, []byte("\uFFFD"))), nil
+		}
+		return st.str(v.text), nil
+
+	case sink.Int32, sink.Int64:
+		b, ok := v.number()
+		if !ok {
+			return nil, c.notA(v)
+		}
+		n, ok := parseInteger(b)
+		if !ok {
+			return nil, c.notA(v)
+		}
+		if c.typ == sink.Int32 {
+			if n < math.MinInt32 || n > math.MaxInt32 {
+				return nil, c.notA(v)
+			}
+			return int32(n), nil
+		}
+		return n, nil
+
+	case sink.Float32, sink.Float64:
+		b, ok := v.number()
+		if !ok {
+			return nil, c.notA(v)
+		}
+		bits := 64
+		if c.typ == sink.Float32 {
+			bits = 32
+		}
+		f, err := strconv.ParseFloat(string(b), bits)
+		if err != nil {
+			return nil, c.notA(v)
+		}
+		if bits == 32 {
+			return float32(f), nil
+		}
+		return f, nil
+
+	case sink.Bool:
+		switch v.kind {
+		case jsonTrue:
+			return true, nil
+		case jsonFalse:
+			return false, nil
+		case jsonString:
+			if b, err := strconv.ParseBool(string(v.text)); err == nil {
+				return b, nil
+			}
+		}
+		return nil, c.notA(v)
+
+	case sink.Timestamp, sink.Date:
+		var t time.Time
+		ok := false
+		switch {
+		case c.tf.epoch():
+			if b, isNum := v.number(); isNum {
+				t, ok = parseEpoch(b, c.tf.kind)
+			}
+		case v.kind == jsonString:
+			t, ok = c.tf.parseText(v.text)
+		}
+		if !ok {
+			return nil, c.notA(v)
+		}
+		if c.typ == sink.Date {
+			return toDate(t), nil
+		}
+		return toUnit(t, c.unit), nil
+
+	case sink.Bytes:
+		if v.kind == jsonString {
+			return bytes.Clone(v.text), nil
+		}
+		return bytes.Clone(v.raw), nil
+
+	case sink.JSON:
+		if v.raw != nil {
+			return st.str(v.raw), nil
+		}
+		// A Kafka field: keep it only if it is a JSON document.
+		var s jsonScanner
+		if err := s.scan(v.text, nil, nil); err != nil {
+			return nil, fmt.Errorf("column %q: %s is not JSON: %v", c.name, c.show(v), err)
+		}
+		return string(v.text), nil
+
+	case sink.StringMap:
+		if v.kind != jsonObject {
+			return nil, c.notA(v)
+		}
+		m := make(map[string]string)
+		eachMember(v.raw, jsonSpan{end: len(v.raw), kind: jsonObject}, &st.keys, func(key []byte, mv jsonSpan) {
+			switch mv.kind {
+			case jsonNull:
+			case jsonString:
+				m[st.str(key)] = st.str(jsonText(v.raw, mv, &st.text))
+			default:
+				m[st.str(key)] = st.str(v.raw[mv.start:mv.end])
+			}
+		})
+		return m, nil
+	}
+	return nil, fmt.Errorf("column %q: type %s has no conversion", c.name, c.typ)
+}
+
+// number is the text a numeric column parses: a JSON number, or the
+// content of a string.
+func (v fieldValue) number() ([]byte, bool) {
+	switch v.kind {
+	case jsonNumber:
+		return v.raw, true
+	case jsonString:
+		return v.text, true
+	}
+	return nil, false
+}
+
+// parseInteger reads an integer, also from integral decimal or exponent
+// forms (200.0, 2e3).
+func parseInteger(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	p := 0
+	if neg {
+		p = 1
+	}
+	if p == len(b) {
+		return 0, false
+	}
+	var n uint64
+	for ; p < len(b); p++ {
+		c := b[p]
+		if c < '0' || c > '9' {
+			break
+		}
+		if n > (math.MaxUint64-9)/10 {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	if p < len(b) {
+		if c := b[p]; c != '.' && c != 'e' && c != 'E' || p == 0 || p == 1 && neg {
+			return 0, false
+		}
+		f, err := strconv.ParseFloat(string(b), 64)
+		if err != nil || f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
+			return 0, false
+		}
+		return int64(f), true
+	}
+	if neg {
+		if n > 1<<63 {
+			return 0, false
+		}
+		return -int64(n), true
+	}
+	if n > math.MaxInt64 {
+		return 0, false
+	}
+	return int64(n), true
+}
+
+// notA is the dead-letter reason of a value the column cannot take.
+func (c *column) notA(v fieldValue) error {
+	var what string
+	switch c.typ {
+	case sink.Int32, sink.Int64:
+		what = "an " + string(c.typ)
+	case sink.Timestamp, sink.Date:
+		switch c.tf.kind {
+		case timeRFC3339:
+			what = "an RFC 3339 timestamp"
+		case timeLayout:
+			what = fmt.Sprintf("a time in the layout %q", c.tf.layout)
+		default:
+			what = "a number for time_format " + c.tf.String()
+		}
+	case sink.StringMap:
+		what = "a JSON object for a map<string,string>"
+	default:
+		what = "a " + string(c.typ)
+	}
+	return fmt.Errorf("column %q: %s is not %s", c.name, c.show(v), what)
+}
+
+// show quotes a value for a message, cut short.
+func (c *column) show(v fieldValue) string {
+	const max = 64
+	var s string
+	if v.raw != nil {
+		s = string(v.raw)
+	} else {
+		s = strconv.Quote(string(v.text))
+	}
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return s
+}
+
+// defaultValue converts a config default to the column type, the way a
+// record's value would be converted.
+func (c *column) defaultValue(def any) (any, error) {
+	var v fieldValue
+	switch x := def.(type) {
+	case string:
+		v = fieldValue{kind: jsonString, text: []byte(x)}
+	case bool:
+		v = fieldValue{kind: jsonFalse, raw: []byte("false")}
+		if x {
+			v = fieldValue{kind: jsonTrue, raw: []byte("true")}
+		}
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		v = fieldValue{kind: jsonNumber, raw: fmt.Append(nil, x)}
+	case float32, float64:
+		v = fieldValue{kind: jsonNumber, raw: fmt.Append(nil, x)}
+	case time.Time:
+		switch c.typ {
+		case sink.Timestamp:
+			return toUnit(x.UTC(), c.unit), nil
+		case sink.Date:
+			return toDate(x), nil
+		}
+		v = fieldValue{kind: jsonString, text: []byte(x.Format(time.RFC3339Nano))}
+	default: // a YAML map or list
+		raw, err := json.Marshal(def)
+		if err != nil {
+			return nil, fmt.Errorf("%v cannot be a %s", def, c.typ)
+		}
+		v = fieldValue{kind: jsonArray, raw: raw}
+		if raw[0] == '{' {
+			v.kind = jsonObject
+		}
+	}
+	if c.typ == sink.JSON && v.raw == nil {
+		// A string default of a json column is the document itself.
+		v.raw = v.text
+		var s jsonScanner
+		if err := s.scan(v.raw, nil, nil); err != nil {
+			return nil, fmt.Errorf("%q is not JSON: %v", v.text, err)
+		}
+	}
+	var st decodeState
+	val, err := c.convert(v, &st)
+	if err != nil {
+		return nil, err
+	}
+	if val == nil {
+		return nil, fmt.Errorf("null is no default")
+	}
+	return val, nil
+}
