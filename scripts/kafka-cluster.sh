@@ -25,6 +25,9 @@
 #   KAFKA_READY_TIMEOUT  seconds "start" waits for 3 registered brokers (120)
 #   KAFKA_HEAP_OPTS      broker heap (-Xms256m -Xmx512m)
 #   KAFKA_JVM_OPTS       other broker JVM flags
+#   KAFKA_STOP_TIMEOUT   seconds from SIGTERM to SIGKILL (30)
+#   KAFKA_PORT_OFFSET    added to every port (0), to run a second cluster
+#                        beside the usual one with its own LOGSTORE_STATE
 #   LOGSTORE_STATE       state root (<repo>/.state); ours is $LOGSTORE_STATE/kafka
 #   LOGSTORE_CACHE       cache root (~/.cache/logstore); jars in kafka-<version>/libs
 set -euo pipefail
@@ -50,8 +53,9 @@ KAFKA_STOP_TIMEOUT="${KAFKA_STOP_TIMEOUT:-30}"
 NODES=(1 2 3)
 JAVA="${JAVA_HOME:+$JAVA_HOME/bin/}java"
 
-client_port() { echo $(($1 * 10000 + 9092)); }
-controller_port() { echo $(($1 * 10000 + 9093)); }
+KAFKA_PORT_OFFSET="${KAFKA_PORT_OFFSET:-0}"
+client_port() { echo $(($1 * 10000 + 9092 + KAFKA_PORT_OFFSET)); }
+controller_port() { echo $(($1 * 10000 + 9093 + KAFKA_PORT_OFFSET)); }
 rack_of() {
 	local racks=(az-a az-b az-c)
 	echo "${racks[$1 - 1]}"
@@ -92,13 +96,17 @@ ensure_libs() {
 	say "resolving Kafka $KAFKA_VERSION jars with Maven into $KAFKA_LIBS (once)"
 	rm -rf "$KAFKA_LIBS"
 	mkdir -p "$KAFKA_LIBS"
-	# -f with the pom's own dir keeps Maven from writing a target/ into the repo.
-	mvn -q -B -f "$LOGSTORE_ROOT/scripts/kafka/pom.xml" \
+	# Maven's output goes to a log shown only on failure (even -q -B prints
+	# terminal escapes).
+	local log="$LOGSTORE_CACHE/kafka-$KAFKA_VERSION/mvn.log"
+	if ! mvn -q -B -f "$LOGSTORE_ROOT/scripts/kafka/pom.xml" \
 		dependency:copy-dependencies \
 		-Dkafka.version="$KAFKA_VERSION" \
 		-DoutputDirectory="$KAFKA_LIBS" \
-		-DincludeScope=runtime >&2 ||
+		-DincludeScope=runtime >"$log" 2>&1; then
+		tail_logs "$log"
 		die "Maven could not resolve org.apache.kafka:kafka_2.13:$KAFKA_VERSION"
+	fi
 	touch "$KAFKA_LIBS/.complete"
 }
 
@@ -234,6 +242,10 @@ launch_node() {
 	local -a heap jvm
 	read -r -a heap <<<"$KAFKA_HEAP_OPTS"
 	read -r -a jvm <<<"$KAFKA_JVM_OPTS"
+	# One run per log file, so failure reports show this run only.
+	if [[ -f $dir/logs/server.log ]]; then
+		mv -f "$dir/logs/server.log" "$dir/logs/server.log.prev"
+	fi
 	spawn "$(pidfile_of "$n")" "$dir/logs/stdout.log" \
 		"$JAVA" "${heap[@]}" "${jvm[@]}" \
 		-Dkafka.logs.dir="$dir/logs" \
@@ -293,14 +305,40 @@ wait_registered() {
 }
 
 fail_start() {
-	local n files=()
+	local n dir files=()
 	warn "$1"
 	for n in "${NODES[@]}"; do
-		files+=("$(node_dir "$n")/logs/stdout.log" "$(node_dir "$n")/logs/server.log")
+		dir=$(node_dir "$n")
+		files+=("$dir/logs/stdout.log" "$dir/logs/server.log")
 	done
 	tail_logs "${files[@]}"
-	warn "nodes still running are left up for inspection; '$0 stop' ends them"
+	# The tail of a crashed node is mostly stack frames; name the cause.
+	for n in "${NODES[@]}"; do
+		node_up "$n" && continue
+		warn "node $n is not running; its last errors:"
+		grep -hE '^\[[^]]*\] (ERROR|FATAL)|Error|Exception' \
+			"$(node_dir "$n")"/logs/{stdout,server}.log 2>/dev/null |
+			tail -n 3 | cut -c1-400 >&2 || true
+	done
+	for n in "${NODES[@]}"; do
+		if node_up "$n"; then
+			warn "nodes still running are left up for inspection; '$0 stop' ends them"
+			break
+		fi
+	done
 	exit 1
+}
+
+# check_ports_free N...: a port held by something else would let a node
+# crash at bind, or worse, make a foreign listener look like our broker.
+check_ports_free() {
+	local n port
+	for n in "$@"; do
+		for port in $(client_port "$n") $(controller_port "$n"); do
+			port_open "$port" && die "127.0.0.1:$port (node $n) is taken by another process"
+		done
+	done
+	return 0
 }
 
 cmd_start() {
@@ -310,12 +348,13 @@ cmd_start() {
 		say "already running ($(bootstrap_servers))"
 		return 0
 	fi
+	check_ports_free "${missing[@]}"
 	ensure_libs
 	t0=$(now_ms)
 	say "starting node(s) ${missing[*]} (Kafka $KAFKA_VERSION, state $KAFKA_STATE)"
 	start_nodes "${missing[@]}"
 	wait_registered "$KAFKA_READY_TIMEOUT" "${NODES[@]}" ||
-		fail_start "cluster not ready within ${KAFKA_READY_TIMEOUT}s"
+		fail_start "cluster not ready after $(elapsed_s "$t0") s (timeout ${KAFKA_READY_TIMEOUT} s)"
 	say "ready in $(elapsed_s "$t0") s"
 	say "bootstrap servers: $(bootstrap_servers)"
 }
@@ -327,11 +366,12 @@ cmd_start_node() {
 		say "node $n already running"
 		return 0
 	fi
+	check_ports_free "$n"
 	ensure_libs
 	t0=$(now_ms)
 	start_nodes "$n"
 	wait_registered "$KAFKA_READY_TIMEOUT" "$n" ||
-		fail_start "node $n not back in the cluster within ${KAFKA_READY_TIMEOUT}s"
+		fail_start "node $n not back in the cluster after $(elapsed_s "$t0") s (timeout ${KAFKA_READY_TIMEOUT} s)"
 	say "node $n ready in $(elapsed_s "$t0") s"
 }
 
