@@ -256,15 +256,14 @@ func (s *S3Store) putMultipart(ctx context.Context, key string, body io.ReaderAt
 	return firstErr
 }
 
-// Preflight checks that the bucket exists and that we may write to it: a
-// HeadBucket, then a small PutObject under the prefix (and a best-effort
-// delete of it). Its name starts with '_', so table readers skip it if the
-// delete is not allowed.
+// Preflight checks that the bucket exists and takes our writes: a small
+// PutObject under the prefix, then a best-effort delete. Put is all the
+// sink needs (no s3:ListBucket, which HeadBucket would want), and unlike
+// HeadBucket its error carries a code that tells a missing bucket from bad
+// credentials. The probe's name starts with '_', so table readers skip it
+// when the delete is not allowed.
 func (s *S3Store) Preflight(ctx context.Context) error {
 	few := func(o *s3.Options) { o.RetryMaxAttempts = 3 }
-	if _, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &s.bucket}, few); err != nil {
-		return s.explain("preflight HeadBucket", "", err)
-	}
 	probe := []byte("logstore preflight: checks that this process may write here\n")
 	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
 		Bucket:        &s.bucket,
@@ -301,12 +300,13 @@ func (s *S3Store) explain(op, key string, err error) error {
 		code = api.ErrorCode()
 	}
 	switch {
-	case code == "NoSuchBucket" || (status == http.StatusNotFound && key == ""):
+	case code == "NoSuchBucket":
 		return fmt.Errorf("s3: bucket %q does not exist (%s, %s): create it or fix sinks.files.url: %w", s.bucket, op, where, err)
-	case slices.Contains([]string{"InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken"}, code):
+	// XAdminUserNotFound is versitygw's answer (a 404) to an unknown access key.
+	case slices.Contains([]string{"InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken", "XAdminUserNotFound"}, code):
 		return fmt.Errorf("s3: access denied to bucket %q (%s, %s): the credentials are not valid (%s): check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, the profile or the pod's role: %w", s.bucket, op, where, code, err)
 	case code == "AccessDenied" || status == http.StatusForbidden:
-		return fmt.Errorf("s3: access denied to bucket %q (%s, %s): the credentials may not use it; the policy must allow s3:ListBucket on the bucket and s3:PutObject (and s3:AbortMultipartUpload) on its keys: %w", s.bucket, op, where, err)
+		return fmt.Errorf("s3: access denied to bucket %q (%s, %s): the credentials may not use it; the policy must allow s3:PutObject (and s3:AbortMultipartUpload) on its keys, and kms:GenerateDataKey with SSE-KMS: %w", s.bucket, op, where, err)
 	case code == "PermanentRedirect" || code == "AuthorizationHeaderMalformed" || status == http.StatusMovedPermanently:
 		return fmt.Errorf("s3: bucket %q is in another region than %q (%s): set sinks.files.s3.region: %w", s.bucket, s.client.Options().Region, op, err)
 	case strings.Contains(err.Error(), "failed to retrieve credentials") || strings.Contains(err.Error(), "no EC2 IMDS role found"):
