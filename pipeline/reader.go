@@ -556,6 +556,15 @@ func (r *PartitionReader) records(res *fetchedPartition) (msgs []kafka.Message, 
 		batches = batches[:len(decoded)]
 	}
 
+	n := 0
+	for _, b := range batches {
+		if !b.control() {
+			n += max(b.records, 0)
+		}
+	}
+	msgs = make([]kafka.Message, 0, n)
+	data := slab{chunk: min(len(res.records), 1<<20)}
+
 	committed := r.isolation == 1
 	aborted := slices.Clone(res.aborted)
 	slices.SortFunc(aborted, func(a, b abortedTxn) int { return cmpInt64(a.firstOffset, b.firstOffset) })
@@ -584,7 +593,7 @@ func (r *PartitionReader) records(res *fetchedPartition) (msgs []kafka.Message, 
 			}
 		}
 		if !skip {
-			msgs, err = r.appendRecords(msgs, rr)
+			msgs, err = r.appendRecords(msgs, rr, &data)
 			if err != nil {
 				return nil, next, err
 			}
@@ -594,7 +603,7 @@ func (r *PartitionReader) records(res *fetchedPartition) (msgs []kafka.Message, 
 	return msgs, next, nil
 }
 
-func (r *PartitionReader) appendRecords(msgs []kafka.Message, rr protocol.RecordReader) ([]kafka.Message, error) {
+func (r *PartitionReader) appendRecords(msgs []kafka.Message, rr protocol.RecordReader, data *slab) ([]kafka.Message, error) {
 	for {
 		rec, err := rr.ReadRecord()
 		if errors.Is(err, io.EOF) {
@@ -608,8 +617,8 @@ func (r *PartitionReader) appendRecords(msgs []kafka.Message, rr protocol.Record
 			closeBytes(rec.Value)
 			continue
 		}
-		key, kerr := protocol.ReadAll(rec.Key)
-		value, verr := protocol.ReadAll(rec.Value)
+		key, kerr := data.copy(rec.Key)
+		value, verr := data.copy(rec.Value)
 		closeBytes(rec.Key)
 		closeBytes(rec.Value)
 		if err := errors.Join(kerr, verr); err != nil {
@@ -625,6 +634,28 @@ func (r *PartitionReader) appendRecords(msgs []kafka.Message, rr protocol.Record
 			Time:      rec.Time,
 		})
 	}
+}
+
+// slab hands out the keys and values of one fetch from a few large
+// allocations instead of two per record.
+type slab struct {
+	buf   []byte
+	chunk int
+}
+
+func (s *slab) copy(b protocol.Bytes) ([]byte, error) {
+	if b == nil {
+		return nil, nil
+	}
+	n := b.Len()
+	if cap(s.buf)-len(s.buf) < n {
+		s.buf = make([]byte, 0, max(n, s.chunk))
+	}
+	start := len(s.buf)
+	s.buf = s.buf[:start+n]
+	out := s.buf[start : start+n : start+n]
+	_, err := io.ReadFull(b, out)
+	return out, err
 }
 
 func closeBytes(b protocol.Bytes) {
@@ -778,6 +809,7 @@ func parseFetchResponse(version int16, body []byte, topic string, partition int3
 type batchHeader struct {
 	base, last int64
 	producerID int64
+	records    int
 	attributes int16
 	magic      int8
 }
@@ -812,13 +844,15 @@ func scanBatches(set []byte) []batchHeader {
 			producerID: -1,
 		}
 		h.last = h.base // v0/v1: the (wrapper) offset is the last one
+		h.records = 1
 		if h.magic >= 2 {
-			if size < 49 {
+			if size < 49 { // the fixed part of a v2 header
 				break
 			}
 			h.attributes = int16(binary.BigEndian.Uint16(set[21:23]))
 			h.last = h.base + int64(int32(binary.BigEndian.Uint32(set[23:27])))
 			h.producerID = int64(binary.BigEndian.Uint64(set[43:51]))
+			h.records = int(int32(binary.BigEndian.Uint32(set[57:61])))
 		}
 		out = append(out, h)
 		set = set[12+size:]
