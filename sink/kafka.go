@@ -24,13 +24,15 @@ const (
 // a batch written again is produced again, and the logstore.source.*
 // headers let consumers drop the repeats.
 type Kafka struct {
-	w   *kafka.Writer
-	cfg *KafkaConfig
+	w       *kafka.Writer
+	cfg     *KafkaConfig
+	brokers []string
 }
 
 // NewKafka makes the producer. brokers are the output cluster's bootstrap
-// servers; transport carries TLS and SASL (nil is plain TCP). cfg must have
-// had SetDefaults.
+// servers; transport carries TLS and SASL (nil is plain TCP on a transport
+// of its own: kafka-go's shared default keeps a failed metadata answer for
+// every later client in the process). cfg must have had SetDefaults.
 func NewKafka(cfg *KafkaConfig, brokers []string, transport kafka.RoundTripper) (*Kafka, error) {
 	if len(brokers) == 0 {
 		return nil, keyErr("kafka.brokers", "no brokers for the output topic %q", cfg.Topic)
@@ -38,6 +40,9 @@ func NewKafka(cfg *KafkaConfig, brokers []string, transport kafka.RoundTripper) 
 	codec, err := kafkaCodec(cfg.Compression)
 	if err != nil {
 		return nil, err
+	}
+	if transport == nil {
+		transport = &kafka.Transport{}
 	}
 	w := &kafka.Writer{
 		Addr:         kafka.TCP(brokers...),
@@ -52,7 +57,7 @@ func NewKafka(cfg *KafkaConfig, brokers []string, transport kafka.RoundTripper) 
 		Compression:  codec,
 		Transport:    transport,
 	}
-	return &Kafka{w: w, cfg: cfg}, nil
+	return &Kafka{w: w, cfg: cfg, brokers: brokers}, nil
 }
 
 func kafkaCodec(name string) (kafka.Compression, error) {
@@ -172,10 +177,11 @@ func keyBytes(v any) []byte {
 // Preflight asks the output cluster for the topic's metadata; a missing
 // topic fails here rather than after MaxAttempts at the first batch (the
 // writer does not create topics).
-func (k *Kafka) Preflight(ctx context.Context, brokers []string, transport kafka.RoundTripper) error {
+func (k *Kafka) Preflight(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	c := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: transport}
+	brokers := k.brokers
+	c := &kafka.Client{Addr: k.w.Addr, Transport: k.w.Transport}
 	md, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{k.cfg.Topic}})
 	if err != nil {
 		return fmt.Errorf("kafka sink: reading metadata of topic %q from %v: %w", k.cfg.Topic, brokers, err)

@@ -128,7 +128,7 @@ func TestKafkaWrite(t *testing.T) {
 	defer k.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := k.Preflight(ctx, c.ListenAddrs(), nil); err != nil {
+	if err := k.Preflight(ctx); err != nil {
 		t.Fatal(err)
 	}
 	b := kafkaBatch()
@@ -167,7 +167,7 @@ func TestKafkaWrite(t *testing.T) {
 	missing.setDefaults()
 	k2, _ := NewKafka(missing, c.ListenAddrs(), nil)
 	defer k2.Close()
-	if err := k2.Preflight(ctx, c.ListenAddrs(), nil); err == nil {
+	if err := k2.Preflight(ctx); err == nil {
 		t.Error("preflight took a missing topic")
 	}
 }

@@ -59,7 +59,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Sinks, error) {
 			return nil, err
 		}
 		s.Kafka = k
-		if err := k.Preflight(ctx, brokers, deps.KafkaTransport); err != nil {
+		if err := k.Preflight(ctx); err != nil {
 			s.Close()
 			return nil, err
 		}

@@ -1,0 +1,123 @@
+//go:build integration
+
+package sink
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// This test needs the cluster of scripts/kafka-cluster.sh (CI and
+// scripts/test.sh start it first).
+var testBrokers = []string{"127.0.0.1:19092", "127.0.0.1:29092", "127.0.0.1:39092"}
+
+func requireKafka(t *testing.T) *kafka.Client {
+	t.Helper()
+	client := &kafka.Client{Addr: kafka.TCP(testBrokers...), Timeout: 10 * time.Second, Transport: &kafka.Transport{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{}})
+	if err != nil || len(md.Brokers) < 3 {
+		t.Fatalf("the Kafka test cluster does not answer with 3 brokers at %v (%v); start it with scripts/kafka-cluster.sh start", testBrokers, err)
+	}
+	return client
+}
+
+func TestKafkaIntegrationEveryRowWithItsSourceHeaders(t *testing.T) {
+	client := requireKafka(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	topic := fmt.Sprintf("sink-out-%d", time.Now().UnixNano())
+	res, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: topic, NumPartitions: 3, ReplicationFactor: 3}}})
+	if err == nil {
+		err = res.Errors[topic]
+	}
+	if err != nil {
+		t.Fatalf("create topic %s: %v", topic, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		client.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: []string{topic}})
+	})
+
+	sinks, err := New(ctx, Config{Kafka: &KafkaConfig{Topic: topic, Key: "service", Compression: "zstd"}}, Deps{KafkaBrokers: testBrokers, Schema: logSchema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sinks.Close()
+
+	// Two input partitions; the second batch is written twice, as after a
+	// crash before its commit: at least once, and the headers tell the
+	// repeat.
+	in := map[string]*Batch{}
+	for p := range 2 {
+		rows := logRows(time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC), 700)
+		b := &Batch{Topic: "in", Partition: p, First: 1000, Last: 1000 + int64(len(rows)) - 1, Schema: logSchema, Rows: rows}
+		for i := range rows {
+			b.Sources = append(b.Sources, Source{Offset: 1000 + int64(i)})
+		}
+		in[strconv.Itoa(p)] = b
+	}
+	start := time.Now()
+	for _, b := range []*Batch{in["0"], in["1"], in["1"]} {
+		if err := sinks.Write(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("3 batches, 2100 records, acks=all: %s", time.Since(start).Round(time.Millisecond))
+
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: testBrokers, GroupTopics: []string{topic}, GroupID: topic + "-check", StartOffset: kafka.FirstOffset, MaxWait: 200 * time.Millisecond})
+	defer r.Close()
+	type source struct {
+		partition string
+		offset    int64
+	}
+	seen := map[source]int{}
+	keyPartition := map[string]int{}
+	total := 0
+	for total < 2100 {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			t.Fatalf("after %d records: %v", total, err)
+		}
+		total++
+		if headerValue(m, HeaderSourceTopic) != "in" {
+			t.Fatalf("record without its source topic header: %v", m.Headers)
+		}
+		src := source{headerValue(m, HeaderSourcePartition), 0}
+		src.offset, err = strconv.ParseInt(headerValue(m, HeaderSourceOffset), 10, 64)
+		b := in[src.partition]
+		if err != nil || b == nil || src.offset < b.First || src.offset > b.Last {
+			t.Fatalf("record with source headers %v", m.Headers)
+		}
+		seen[src]++
+		row := b.Rows[src.offset-b.First]
+		if want, _ := AppendRowJSON(nil, logSchema, row); string(m.Value) != string(want) {
+			t.Errorf("source %v: value %s, want %s", src, m.Value, want)
+		}
+		if string(m.Key) != row[2] {
+			t.Errorf("source %v: key %q, want %q", src, m.Key, row[2])
+		}
+		if p, ok := keyPartition[string(m.Key)]; ok && p != m.Partition {
+			t.Errorf("key %q in partitions %d and %d", m.Key, p, m.Partition)
+		}
+		keyPartition[string(m.Key)] = m.Partition
+	}
+	for p, b := range in {
+		want := 1
+		if p == "1" {
+			want = 2
+		}
+		for off := b.First; off <= b.Last; off++ {
+			if n := seen[source{p, off}]; n != want {
+				t.Errorf("in[%s]@%d arrived %d times, want %d", p, off, n, want)
+			}
+		}
+	}
+}
