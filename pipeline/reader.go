@@ -118,6 +118,13 @@ func (e *OffsetOutOfRangeError) Unwrap() error { return kafka.OffsetOutOfRange }
 // rack, follows the preferred read replica the leader names, and falls back
 // to the leader when that replica fails. A PartitionReader is not safe for
 // concurrent use, except Close, which aborts a Fetch in flight.
+//
+// Every fetch is a full one-partition request (no KIP-227 fetch session).
+// The leader epoch sent is the one Metadata v7+ reports, so brokers fence a
+// reader with stale metadata; log truncation after an unclean election is
+// not detected (no OffsetForLeaderEpoch, KIP-320): the reader sees it only
+// as OFFSET_OUT_OF_RANGE. Records are decoded by kafka-go's protocol
+// package, which registers the gzip, snappy, lz4 and zstd codecs.
 type PartitionReader struct {
 	cfg  ReaderConfig
 	pool *brokerPool
