@@ -96,7 +96,7 @@ type ReaderConfig struct {
 
 // OffsetOutOfRangeError is returned by Fetch when the leader confirms that
 // the reader's offset is outside the log; the caller applies its reset
-// policy and Seeks.
+// policy and sets the offset.
 type OffsetOutOfRangeError struct {
 	Topic     string
 	Partition int
@@ -185,10 +185,10 @@ func NewPartitionReader(cfg ReaderConfig) *PartitionReader {
 	}
 }
 
-// Seek sets the offset of the next record Fetch returns; kafka.FirstOffset
-// and kafka.LastOffset stand for the log's start and end. (go vet's
-// stdmethods check wants io.Seeker's signature for the name.)
-func (r *PartitionReader) Seek(offset int64) { r.offset = offset }
+// SetOffset sets the offset of the next record Fetch returns; kafka.FirstOffset
+// and kafka.LastOffset stand for the log's start and end. (Not Seek: go vet's
+// stdmethods check wants io.Seeker's signature for that name.)
+func (r *PartitionReader) SetOffset(offset int64) { r.offset = offset }
 
 // Offset is the offset of the next record Fetch returns.
 func (r *PartitionReader) Offset() int64 { return r.offset }

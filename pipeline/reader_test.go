@@ -125,7 +125,7 @@ func TestReaderReadsFromOffset(t *testing.T) {
 	}
 
 	r := testReader(t, c.ListenAddrs(), ReaderConfig{})
-	r.Seek(37) // the middle of the fourth batch
+	r.SetOffset(37) // the middle of the fourth batch
 	msgs := readTo(t, r, 100)
 	wantValues(t, msgs, valueRange(37, 100)...)
 	for i, m := range msgs {
@@ -159,7 +159,7 @@ func TestReaderStartsAtFirstOrLastOffset(t *testing.T) {
 	wantValues(t, readTo(t, first, 10), valueRange(4, 10)...)
 
 	last := testReader(t, c.ListenAddrs(), ReaderConfig{})
-	last.Seek(kafka.LastOffset)
+	last.SetOffset(kafka.LastOffset)
 	if msgs, _, err := last.Fetch(context.Background()); err != nil || len(msgs) != 0 || last.Offset() != 10 {
 		t.Fatalf("from the end: %d records, offset %d, err %v", len(msgs), last.Offset(), err)
 	}
@@ -186,7 +186,7 @@ func TestReaderDecodesEveryCodec(t *testing.T) {
 			produce(t, c.ListenAddrs(), opts, numbered(50, 100)...)
 
 			r := testReader(t, c.ListenAddrs(), ReaderConfig{})
-			r.Seek(20) // inside the first compressed batch
+			r.SetOffset(20) // inside the first compressed batch
 			wantValues(t, readTo(t, r, 100), valueRange(20, 100)...)
 		})
 	}
@@ -240,7 +240,7 @@ func TestReaderTransactions(t *testing.T) {
 	})
 	t.Run("from inside an aborted transaction", func(t *testing.T) {
 		r := testReader(t, addrs, ReaderConfig{Isolation: ReadCommitted})
-		r.Seek(4) // c1 c2 marker a1 | a2
+		r.SetOffset(4) // c1 c2 marker a1 | a2
 		wantValues(t, readTo(t, r, end), "p1", "c3", "p2")
 	})
 	t.Run("bad isolation", func(t *testing.T) {
@@ -259,7 +259,7 @@ func TestReaderOffsetOutOfRange(t *testing.T) {
 	}
 	for _, offset := range []int64{0, 2, 11, 1000} {
 		r := testReader(t, c.ListenAddrs(), ReaderConfig{})
-		r.Seek(offset)
+		r.SetOffset(offset)
 		_, _, err := r.Fetch(context.Background())
 		var oor *OffsetOutOfRangeError
 		if !errors.As(err, &oor) || !errors.Is(err, kafka.OffsetOutOfRange) {
@@ -542,7 +542,7 @@ func TestReaderStepsOverCompactedTail(t *testing.T) {
 		{103, nil},
 		{109, nil},
 	} {
-		r.Seek(tc.at)
+		r.SetOffset(tc.at)
 		msgs, next, err := r.records(&fetchedPartition{records: set, lastStable: -1})
 		if err != nil {
 			t.Fatal(err)
@@ -758,7 +758,7 @@ func benchmarkReaders(b *testing.B, addrs []string, topic string, n int64, value
 		b.SetBytes(n * int64(valueSize))
 		for b.Loop() {
 			r := NewPartitionReader(ReaderConfig{Brokers: addrs, Topic: topic, MaxWait: 50 * time.Millisecond, Log: slog.New(slog.DiscardHandler)})
-			r.Seek(0)
+			r.SetOffset(0)
 			if got := readTo(b, r, n); int64(len(got)) != n {
 				b.Fatalf("read %d records, want %d", len(got), n)
 			}

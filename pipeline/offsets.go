@@ -1,0 +1,178 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// cutPrefix marks a committed offset whose batch was cut but not yet
+// confirmed by every sink: "cut:b" means "the batch from this offset ends at
+// offset b; cut it there again".
+const cutPrefix = "cut:"
+
+// position is where a partition stands in the group.
+type position struct {
+	Offset int64 // next offset to read; -1 when the group never committed
+	Cut    int64 // the pending cut b, or -1
+}
+
+// parseCut reads the commit metadata the pipeline writes; anything else
+// (another tool's metadata) is no pending cut.
+func parseCut(meta string) int64 {
+	if !strings.HasPrefix(meta, cutPrefix) {
+		return -1
+	}
+	b, err := strconv.ParseInt(meta[len(cutPrefix):], 10, 64)
+	if err != nil || b < 0 {
+		return -1
+	}
+	return b
+}
+
+// committer writes offsets for one group generation. Every commit carries
+// the generation id and member id, so the coordinator rejects a member that
+// was fenced by a rebalance (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID).
+type committer interface {
+	// commit stores offset with metadata for one partition.
+	commit(ctx context.Context, topic string, partition int, offset int64, metadata string) error
+}
+
+// groupCommitter commits through OffsetCommit for one generation.
+type groupCommitter struct {
+	client     *kafka.Client
+	group      string
+	generation int
+	member     string
+}
+
+func (g *groupCommitter) commit(ctx context.Context, topic string, partition int, offset int64, metadata string) error {
+	resp, err := g.client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{
+		GroupID:      g.group,
+		GenerationID: g.generation,
+		MemberID:     g.member,
+		Topics:       map[string][]kafka.OffsetCommit{topic: {{Partition: partition, Offset: offset, Metadata: metadata}}},
+	})
+	if err != nil {
+		return fmt.Errorf("committing %s/%d at %d: %w", topic, partition, offset, err)
+	}
+	for _, p := range resp.Topics[topic] {
+		if p.Error != nil {
+			if isFenced(p.Error) {
+				return fmt.Errorf("%w: committing %s/%d: %v", errFenced, topic, partition, p.Error)
+			}
+			return fmt.Errorf("committing %s/%d at %d: %w", topic, partition, offset, p.Error)
+		}
+	}
+	return nil
+}
+
+// errFenced says the group moved on without this member: stop, write nothing.
+var errFenced = errors.New("fenced by a rebalance")
+
+func isFenced(err error) bool {
+	return errors.Is(err, kafka.IllegalGeneration) || errors.Is(err, kafka.UnknownMemberId) ||
+		errors.Is(err, kafka.RebalanceInProgress) || errors.Is(err, kafka.FencedInstanceID)
+}
+
+// noCommit is the committer of a replay: it never touches the group.
+type noCommit struct{}
+
+func (noCommit) commit(context.Context, string, int, int64, string) error { return nil }
+
+// fetchPositions reads the group's committed offsets and pending cuts.
+func fetchPositions(ctx context.Context, client *kafka.Client, group string, parts map[string][]int) (map[string]map[int]position, error) {
+	resp, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: parts})
+	if err != nil {
+		return nil, fmt.Errorf("fetching committed offsets of group %s: %w", group, err)
+	}
+	if resp.Error != nil {
+		return nil, fmt.Errorf("fetching committed offsets of group %s: %w", group, resp.Error)
+	}
+	out := make(map[string]map[int]position, len(parts))
+	for topic, ps := range parts {
+		out[topic] = make(map[int]position, len(ps))
+		for _, p := range ps {
+			out[topic][p] = position{Offset: -1, Cut: -1}
+		}
+		for _, p := range resp.Topics[topic] {
+			if p.Error != nil {
+				return nil, fmt.Errorf("committed offset of %s/%d: %w", topic, p.Partition, p.Error)
+			}
+			if p.CommittedOffset >= 0 {
+				out[topic][p.Partition] = position{Offset: p.CommittedOffset, Cut: parseCut(p.Metadata)}
+			}
+		}
+	}
+	return out, nil
+}
+
+// listOffsets asks for one offset per partition of a topic: spec is
+// kafka.FirstOffset, kafka.LastOffset or a time in unix ms.
+// With read_committed, the end of a partition is its last stable offset.
+func listOffsets(ctx context.Context, client *kafka.Client, topic string, partitions []int, iso kafka.IsolationLevel, spec func(p int) kafka.OffsetRequest) (map[int]int64, error) {
+	reqs := make([]kafka.OffsetRequest, len(partitions))
+	for i, p := range partitions {
+		reqs[i] = spec(p)
+	}
+	resp, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}, IsolationLevel: iso})
+	if err != nil {
+		return nil, fmt.Errorf("listing offsets of %s: %w", topic, err)
+	}
+	out := make(map[int]int64, len(partitions))
+	for _, po := range resp.Topics[topic] {
+		if po.Error != nil {
+			return nil, fmt.Errorf("listing offsets of %s/%d: %w", topic, po.Partition, po.Error)
+		}
+		switch {
+		case len(po.Offsets) > 0:
+			for o := range po.Offsets { // a timestamp request: the first offset at or after it
+				out[po.Partition] = o
+			}
+		case reqs[0].Timestamp == kafka.FirstOffset:
+			out[po.Partition] = po.FirstOffset
+		default:
+			out[po.Partition] = po.LastOffset
+		}
+	}
+	return out, nil
+}
+
+// startOffsets resolves `kafka.start_offset` for partitions with no commit.
+func startOffsets(ctx context.Context, client *kafka.Client, topic string, partitions []int, startOffset string) (map[int]int64, error) {
+	kind, at, err := ParseStartOffset(startOffset)
+	if err != nil {
+		return nil, err
+	}
+	switch kind {
+	case "earliest":
+		return listOffsets(ctx, client, topic, partitions, kafka.ReadUncommitted, kafka.FirstOffsetOf)
+	case "latest":
+		return listOffsets(ctx, client, topic, partitions, kafka.ReadUncommitted, kafka.LastOffsetOf)
+	}
+	return offsetsForTime(ctx, client, topic, partitions, at)
+}
+
+// offsetsForTime is the first offset whose timestamp is at or after t, or the
+// end of the partition when none is.
+func offsetsForTime(ctx context.Context, client *kafka.Client, topic string, partitions []int, t time.Time) (map[int]int64, error) {
+	byTime, err := listOffsets(ctx, client, topic, partitions, kafka.ReadUncommitted, func(p int) kafka.OffsetRequest { return kafka.TimeOffsetOf(p, t) })
+	if err != nil {
+		return nil, err
+	}
+	ends, err := listOffsets(ctx, client, topic, partitions, kafka.ReadUncommitted, kafka.LastOffsetOf)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range partitions {
+		if o, ok := byTime[p]; !ok || o < 0 {
+			byTime[p] = ends[p]
+		}
+	}
+	return byTime, nil
+}

@@ -1,0 +1,160 @@
+package pipeline
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// capturedRecord is one line of a capture file:
+// {"key": "...", "value": ..., "timestamp": ..., "headers": ..., "partition": N}.
+// value is a string, or any JSON value (kept as its JSON text); timestamp is
+// RFC 3339 or epoch milliseconds; headers is an object or a list of
+// {"key", "value"}; a missing partition is chosen by key hash.
+type capturedRecord struct {
+	Key       *string         `json:"key"`
+	Value     json.RawMessage `json:"value"`
+	Timestamp json.RawMessage `json:"timestamp"`
+	Headers   json.RawMessage `json:"headers"`
+	Partition *int            `json:"partition"`
+}
+
+// ReplayFile produces a capture file (one JSON record a line) into topic,
+// keeping each record's partition and timestamp: the way to replay
+// production samples against a local cluster. It returns the records sent.
+func ReplayFile(ctx context.Context, conn *Conn, topic string, in io.Reader, log *slog.Logger) (int, error) {
+	w := &kafka.Writer{
+		Addr:         kafka.TCP(conn.Brokers...),
+		Transport:    conn.Transport,
+		Topic:        topic,
+		Balancer:     keepPartition{fallback: &kafka.Hash{}},
+		RequiredAcks: kafka.RequireAll,
+		BatchSize:    1000,
+		BatchTimeout: 10 * time.Millisecond,
+	}
+	defer w.Close()
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	batch := make([]kafka.Message, 0, 1000)
+	sent, line := 0, 0
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if err := w.WriteMessages(ctx, batch...); err != nil {
+			return fmt.Errorf("producing to %s: %w", topic, err)
+		}
+		sent += len(batch)
+		batch = batch[:0]
+		return nil
+	}
+	for sc.Scan() {
+		line++
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		m, err := parseCaptured(sc.Bytes())
+		if err != nil {
+			return sent, fmt.Errorf("line %d: %w", line, err)
+		}
+		batch = append(batch, m)
+		if len(batch) == cap(batch) {
+			if err := flush(); err != nil {
+				return sent, err
+			}
+			log.Info("replay progress", "records", sent)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return sent, err
+	}
+	return sent, flush()
+}
+
+func parseCaptured(b []byte) (kafka.Message, error) {
+	var r capturedRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return kafka.Message{}, fmt.Errorf("not a JSON record: %w", err)
+	}
+	m := kafka.Message{Partition: -1}
+	if r.Partition != nil {
+		m.Partition = *r.Partition
+	}
+	if r.Key != nil {
+		m.Key = []byte(*r.Key)
+	}
+	var s string
+	switch {
+	case len(r.Value) == 0 || string(r.Value) == "null":
+	case json.Unmarshal(r.Value, &s) == nil:
+		m.Value = []byte(s)
+	default:
+		m.Value = append([]byte(nil), r.Value...)
+	}
+	if len(r.Timestamp) > 0 && string(r.Timestamp) != "null" {
+		var ms int64
+		if err := json.Unmarshal(r.Timestamp, &ms); err == nil {
+			m.Time = time.UnixMilli(ms)
+		} else if err := json.Unmarshal(r.Timestamp, &s); err == nil {
+			t, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil {
+				return m, fmt.Errorf("timestamp %q is neither RFC 3339 nor epoch milliseconds", s)
+			}
+			m.Time = t
+		}
+	}
+	headers, err := parseHeaders(r.Headers)
+	m.Headers = headers
+	return m, err
+}
+
+func parseHeaders(raw json.RawMessage) ([]kafka.Header, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var list []struct{ Key, Value string }
+	if err := json.Unmarshal(raw, &list); err == nil {
+		hs := make([]kafka.Header, len(list))
+		for i, h := range list {
+			hs[i] = kafka.Header{Key: h.Key, Value: []byte(h.Value)}
+		}
+		return hs, nil
+	}
+	var obj map[string]string
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, fmt.Errorf("headers must be an object of strings or a list of {key, value}")
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // a JSON object has no order; make the replay's deterministic
+	hs := make([]kafka.Header, len(keys))
+	for i, k := range keys {
+		hs[i] = kafka.Header{Key: k, Value: []byte(obj[k])}
+	}
+	return hs, nil
+}
+
+// keepPartition sends a record to the partition it names, or lets fallback
+// choose when it names none.
+type keepPartition struct{ fallback kafka.Balancer }
+
+func (k keepPartition) Balance(m kafka.Message, partitions ...int) int {
+	if m.Partition >= 0 {
+		for _, p := range partitions {
+			if p == m.Partition {
+				return p
+			}
+		}
+	}
+	return k.fallback.Balance(m, partitions...)
+}

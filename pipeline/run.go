@@ -1,0 +1,444 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/time/rate"
+
+	"github.com/logstore/logstore/rack"
+	"github.com/logstore/logstore/sink"
+)
+
+// Mode says when a run ends.
+type Mode struct {
+	// UntilNow reads to the end offsets seen at start, flushes, commits and
+	// returns (Spark's trigger(availableNow)).
+	UntilNow bool
+	// From and To, when set, replay that time range outside the group: no
+	// offsets are committed and output goes under Prefix.
+	From, To time.Time
+	// Prefix is put before every output name (replays).
+	Prefix string
+}
+
+func (m Mode) replay() bool { return !m.From.IsZero() }
+
+// Job is one logstore run: config, connections and the sinks.
+type Job struct {
+	cfg      *Config
+	conn     *Conn
+	log      *slog.Logger
+	stats    *Stats
+	fetch    *FetchStats
+	metrics  *Metrics
+	sinks    []sink.Sink
+	dead     []deadLetterWriter
+	closers  []func() error
+	budget   *budget
+	limiter  *rate.Limiter
+	rack     rack.Result
+	follower bool
+}
+
+// Deps are what the caller may supply instead of building from config.
+type Deps struct {
+	Log     *slog.Logger
+	Metrics *Metrics // nil: a private registry
+	// Sinks replaces the configured sinks (tests, the demo).
+	Sinks []sink.Sink
+}
+
+// NewJob connects (lazily), detects the rack, matches it with the brokers'
+// racks and opens the sinks (their preflight checks run here, so a missing
+// bucket fails at start, not at the first flush).
+func NewJob(ctx context.Context, cfg *Config, deps Deps) (*Job, error) {
+	log := deps.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	conn, err := Connect(ctx, cfg.Kafka)
+	if err != nil {
+		return nil, err
+	}
+	j := &Job{cfg: cfg, conn: conn, log: log, stats: newStats(), fetch: &FetchStats{}, metrics: deps.Metrics, budget: newBudget(cfg.Batch.MemoryBudget)}
+	if j.metrics == nil {
+		j.metrics = NewMetrics(nil)
+	}
+	if r := cfg.Kafka.MaxRecordsPerSecond; r > 0 {
+		j.limiter = rate.NewLimiter(rate.Limit(r), max(r/10, 1))
+	}
+	brokerRacks, err := brokerRacks(ctx, conn, cfg.Kafka)
+	if err != nil {
+		return nil, err
+	}
+	if j.rack, err = rack.Resolve(ctx, cfg.Rack, brokerRacks, log); err != nil {
+		return nil, err
+	}
+	j.metrics.setRack(j.rack)
+	j.metrics.watch(j.stats, j.fetch, j.rack.Rack)
+	log.Info("rack", "rack", j.rack.Rack, "source", j.rack.Source, "candidates", j.rack.Candidates, "broker_racks", brokerRacks)
+	j.follower = followerFetching(ctx, conn, cfg.Rack.FollowerFetching, log)
+	if err := j.openSinks(ctx, deps); err != nil {
+		j.Close()
+		return nil, err
+	}
+	return j, nil
+}
+
+// Stats is the live counters of the job.
+func (j *Job) Stats() *Stats { return j.stats }
+
+// FetchStats is the live byte counts by broker rack.
+func (j *Job) FetchStats() *FetchStats { return j.fetch }
+
+// Rack is the detection result the job runs with.
+func (j *Job) Rack() rack.Result { return j.rack }
+
+// Close closes the sinks and connections.
+func (j *Job) Close() error {
+	var errs []error
+	for _, s := range j.sinks {
+		errs = append(errs, s.Close())
+	}
+	for _, c := range j.closers {
+		errs = append(errs, c())
+	}
+	j.conn.Close()
+	return errors.Join(errs...)
+}
+
+// BrokerRacks asks the cluster for its brokers' racks, sorted and distinct.
+func BrokerRacks(ctx context.Context, k KafkaConfig) ([]string, error) {
+	conn, err := Connect(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return brokerRacks(ctx, conn, k)
+}
+
+func brokerRacks(ctx context.Context, conn *Conn, k KafkaConfig) ([]string, error) {
+	md, err := conn.Client.Metadata(ctx, &kafka.MetadataRequest{Topics: k.Topics})
+	if err != nil {
+		return nil, fmt.Errorf("reading cluster metadata from %s: %w (check kafka.brokers, TLS and SASL)", strings.Join(k.Brokers, ","), err)
+	}
+	for _, t := range md.Topics {
+		if t.Error != nil {
+			return nil, fmt.Errorf("topic %s: %w", t.Name, t.Error)
+		}
+	}
+	seen := map[string]bool{}
+	var racks []string
+	for _, b := range md.Brokers {
+		if b.Rack != "" && !seen[b.Rack] {
+			seen[b.Rack] = true
+			racks = append(racks, b.Rack)
+		}
+	}
+	sort.Strings(racks)
+	return racks, nil
+}
+
+// followerFetching resolves `rack.follower_fetching`: auto asks a broker for
+// replica.selector.class; a broker that won't say is taken as leader-only.
+func followerFetching(ctx context.Context, conn *Conn, setting string, log *slog.Logger) bool {
+	switch setting {
+	case "on":
+		return true
+	case "off":
+		return false
+	}
+	md, err := conn.Client.Metadata(ctx, &kafka.MetadataRequest{})
+	if err != nil || len(md.Brokers) == 0 {
+		return false
+	}
+	resp, err := conn.Client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
+		ResourceType: kafka.ResourceTypeBroker, ResourceName: fmt.Sprint(md.Brokers[0].ID), ConfigNames: []string{"replica.selector.class"},
+	}}})
+	if err != nil || len(resp.Resources) == 0 || resp.Resources[0].Error != nil {
+		log.Info("follower fetching: the broker's replica.selector.class is not readable; assuming leader-only (set rack.follower_fetching: on to override)")
+		return false
+	}
+	for _, e := range resp.Resources[0].ConfigEntries {
+		if e.ConfigName == "replica.selector.class" && e.ConfigValue != "" {
+			log.Info("follower fetching on", "replica.selector.class", e.ConfigValue)
+			return true
+		}
+	}
+	return false
+}
+
+// Run runs the job until ctx ends or, in UntilNow and replay modes, until
+// the end offsets are reached. ctx's end is the graceful stop: fetching stops,
+// open batches are flushed and committed within run.shutdown_timeout, and
+// the member leaves the group.
+func (j *Job) Run(ctx context.Context, mode Mode) error {
+	stop := j.progress(ctx)
+	defer stop()
+	if mode.replay() {
+		return j.runReplay(ctx, mode)
+	}
+	return j.runGroup(ctx, mode)
+}
+
+func (j *Job) runGroup(ctx context.Context, mode Mode) error {
+	k := j.cfg.Kafka
+	balancer := rack.NewBalancer(j.rack.Rack, j.follower)
+	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+		ID:                    k.Group,
+		Brokers:               k.Brokers,
+		Dialer:                j.conn.Dialer,
+		Topics:                k.Topics,
+		GroupBalancers:        []kafka.GroupBalancer{balancer},
+		HeartbeatInterval:     k.HeartbeatInterval,
+		SessionTimeout:        k.SessionTimeout,
+		RebalanceTimeout:      k.RebalanceTimeout,
+		WatchPartitionChanges: true,
+		JoinGroupBackoff:      time.Second,
+		ErrorLogger:           kafka.LoggerFunc(func(msg string, args ...any) { j.log.Warn("group: " + fmt.Sprintf(msg, args...)) }),
+	})
+	if err != nil {
+		return fmt.Errorf("joining group %s: %w", k.Group, err)
+	}
+	defer group.Close() // leaves the group, so a successor is assigned at once
+
+	var targets map[string]map[int]int64
+	if mode.UntilNow {
+		if targets, err = j.endOffsets(ctx); err != nil {
+			return err
+		}
+	}
+	for {
+		gen, err := group.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
+				return nil
+			}
+			j.log.Warn("joining the group failed; retrying", "err", err)
+			if !sleep(ctx, time.Second) {
+				return nil
+			}
+			continue
+		}
+		assigned := map[string][]int{}
+		for topic, ps := range gen.Assignments {
+			for _, p := range ps {
+				assigned[topic] = append(assigned[topic], p.ID)
+			}
+			sort.Ints(assigned[topic])
+		}
+		balancer.SetOwned(assigned)
+		j.log.Info("generation", "id", gen.ID, "member", gen.MemberID, "partitions", assigned)
+		j.metrics.generation(gen.ID, assigned)
+		commit := &groupCommitter{client: j.conn.Client, group: k.Group, generation: int(gen.ID), member: gen.MemberID}
+		done := make(chan error, 1)
+		gen.Start(func(gctx context.Context) {
+			done <- j.runPartitions(ctx, gctx, assigned, commit, targets, mode)
+		})
+		err = <-done
+		if err != nil && !errors.Is(err, errFenced) {
+			return err
+		}
+		if ctx.Err() != nil || (mode.UntilNow && err == nil && reached(j.stats.Positions(), assigned, targets)) {
+			return nil
+		}
+	}
+}
+
+// reached says whether every assigned partition committed its target.
+func reached(positions map[string]map[int]int64, assigned map[string][]int, targets map[string]map[int]int64) bool {
+	for topic, ps := range assigned {
+		for _, p := range ps {
+			if positions[topic][p] < targets[topic][p] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// runPartitions runs one worker per assigned partition until the generation
+// or the job ends, or (with targets) until every worker reached its target.
+func (j *Job) runPartitions(ctx, gctx context.Context, assigned map[string][]int, commit committer, targets map[string]map[int]int64, mode Mode) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-gctx.Done():
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	var positions map[string]map[int]position
+	if _, ok := commit.(noCommit); !ok {
+		var err error
+		if positions, err = fetchPositions(wctx, j.conn.Client, j.cfg.Kafka.Group, assigned); err != nil {
+			return err
+		}
+	}
+	type start struct {
+		w   *worker
+		pos position
+	}
+	var starts []start
+	for topic, ps := range assigned {
+		offsets, err := j.starts(wctx, topic, ps, positions[topic], mode)
+		if err != nil {
+			return err
+		}
+		for _, p := range ps {
+			pos := position{Offset: offsets[p], Cut: -1}
+			if got, ok := positions[topic][p]; ok && got.Offset >= 0 {
+				pos = got
+			}
+			target := int64(-1)
+			if targets != nil {
+				target = targets[topic][p]
+			}
+			w, err := j.newWorker(topic, p, commit, target, mode.Prefix)
+			if err != nil {
+				return err
+			}
+			starts = append(starts, start{w, pos})
+		}
+	}
+	g, gctx2 := errgroup.WithContext(wctx)
+	for _, s := range starts {
+		g.Go(func() error {
+			defer s.w.reader.Close()
+			return s.w.run(gctx2, s.pos)
+		})
+	}
+	return g.Wait()
+}
+
+// starts resolves where partitions with no commit begin.
+func (j *Job) starts(ctx context.Context, topic string, ps []int, committed map[int]position, mode Mode) (map[int]int64, error) {
+	if mode.replay() {
+		return offsetsForTime(ctx, j.conn.Client, topic, ps, mode.From)
+	}
+	var fresh []int
+	for _, p := range ps {
+		if c, ok := committed[p]; !ok || c.Offset < 0 {
+			fresh = append(fresh, p)
+		}
+	}
+	if len(fresh) == 0 {
+		return map[int]int64{}, nil
+	}
+	return startOffsets(ctx, j.conn.Client, topic, fresh, j.cfg.Kafka.StartOffset)
+}
+
+// endOffsets are the UntilNow targets: each partition's end (the last stable
+// offset under read_committed) when the run starts.
+func (j *Job) endOffsets(ctx context.Context) (map[string]map[int]int64, error) {
+	parts, err := j.partitions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	iso := kafka.ReadUncommitted
+	if j.cfg.Kafka.Isolation == "read_committed" {
+		iso = kafka.ReadCommitted
+	}
+	out := map[string]map[int]int64{}
+	for topic, ps := range parts {
+		if out[topic], err = listOffsets(ctx, j.conn.Client, topic, ps, iso, kafka.LastOffsetOf); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// partitions lists every partition of the configured topics.
+func (j *Job) partitions(ctx context.Context) (map[string][]int, error) {
+	md, err := j.conn.Client.Metadata(ctx, &kafka.MetadataRequest{Topics: j.cfg.Kafka.Topics})
+	if err != nil {
+		return nil, fmt.Errorf("reading topic metadata: %w", err)
+	}
+	out := map[string][]int{}
+	for _, t := range md.Topics {
+		if t.Error != nil {
+			return nil, fmt.Errorf("topic %s: %w", t.Name, t.Error)
+		}
+		for _, p := range t.Partitions {
+			out[t.Name] = append(out[t.Name], p.ID)
+		}
+		sort.Ints(out[t.Name])
+	}
+	return out, nil
+}
+
+// runReplay reads a time range of every partition without the group.
+func (j *Job) runReplay(ctx context.Context, mode Mode) error {
+	parts, err := j.partitions(ctx)
+	if err != nil {
+		return err
+	}
+	targets := map[string]map[int]int64{}
+	for topic, ps := range parts {
+		if targets[topic], err = offsetsForTime(ctx, j.conn.Client, topic, ps, mode.To); err != nil {
+			return err
+		}
+	}
+	return j.runPartitions(ctx, context.Background(), parts, noCommit{}, targets, mode)
+}
+
+func (j *Job) newWorker(topic string, partition int, commit committer, target int64, prefix string) (*worker, error) {
+	dec, err := NewDecoder(j.cfg.Schema)
+	if err != nil {
+		return nil, err
+	}
+	k := j.cfg.Kafka
+	log := j.log.With("topic", topic, "partition", partition)
+	reader := NewPartitionReader(ReaderConfig{
+		Brokers:        k.Brokers,
+		Dialer:         j.conn.Dialer,
+		Topic:          topic,
+		Partition:      partition,
+		Rack:           j.rack.Rack,
+		Isolation:      k.Isolation,
+		MinBytes:       k.Fetch.MinBytes,
+		MaxBytes:       k.Fetch.MaxBytes,
+		MaxWait:        k.Fetch.MaxWait,
+		PreferredLease: k.Fetch.PreferredReplicaLease,
+		Stats:          j.fetch,
+		Log:            log,
+	})
+	return &worker{
+		topic: topic, partition: partition, reader: reader, decoder: dec, commit: commit,
+		sinks: j.sinks, dead: j.dead, onError: j.cfg.DeadLetter.OnError, oor: k.OnOffsetOutOfRange,
+		limits: j.cfg.Batch, budget: j.budget, limiter: j.limiter, stats: j.stats, prefix: prefix,
+		target: target, flushWait: j.cfg.Run.ShutdownTimeout, log: log,
+	}, nil
+}
+
+// progress logs a line every run.progress_interval.
+func (j *Job) progress(ctx context.Context) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		t := time.NewTicker(j.cfg.Run.ProgressInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				s := j.Summary()
+				j.log.Info("progress", "records", s.Records, "rows", s.Rows, "dead_letters", s.DeadLetters,
+					"records_per_s", int64(s.RecordsPerSecond), "same_rack_bytes", s.SameRackBytes, "cross_rack_bytes", s.CrossRackBytes)
+			}
+		}
+	}()
+	return cancel
+}
+
+// Metrics is the job's Prometheus registry.
+func (j *Job) Metrics() *Metrics { return j.metrics }

@@ -1,0 +1,35 @@
+package pipeline
+
+import (
+	"context"
+
+	"github.com/logstore/logstore/sink"
+)
+
+// openSinks builds the configured sinks (running their preflight checks)
+// and the dead-letter destinations.
+func (j *Job) openSinks(ctx context.Context, deps Deps) error {
+	dec, err := NewDecoder(j.cfg.Schema)
+	if err != nil {
+		return err
+	}
+	var files *sink.Files
+	if deps.Sinks != nil {
+		j.sinks = deps.Sinks
+	} else {
+		s, err := sink.New(ctx, j.cfg.Sinks, sink.Deps{KafkaBrokers: j.cfg.Kafka.Brokers, KafkaTransport: j.conn.Transport, Schema: dec.Schema()})
+		if err != nil {
+			return prefixed("sinks.", err)
+		}
+		j.sinks, files = s.All(), s.Files
+	}
+	if t := j.cfg.DeadLetter.Topic; t != "" {
+		k := newKafkaDeadLetters(j.conn, t)
+		j.dead = append(j.dead, k)
+		j.closers = append(j.closers, k.Close)
+	}
+	if j.cfg.DeadLetter.Files && files != nil {
+		j.dead = append(j.dead, fileDeadLetters{files})
+	}
+	return nil
+}

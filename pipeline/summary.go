@@ -1,0 +1,78 @@
+package pipeline
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"time"
+)
+
+// Summary is what a run did, for the end-of-run report and progress lines.
+type Summary struct {
+	Rack             string           `json:"rack"`
+	RackSource       string           `json:"rack_source"`
+	Elapsed          time.Duration    `json:"elapsed_ns"`
+	Records          int64            `json:"records"`
+	Rows             int64            `json:"rows"`
+	Filtered         int64            `json:"filtered"`
+	DeadLetters      int64            `json:"dead_letters"`
+	Skipped          int64            `json:"skipped"`
+	Batches          int64            `json:"batches"`
+	LostRecords      int64            `json:"lost_records"`
+	RecordsPerSecond float64          `json:"records_per_second"`
+	SameRackBytes    int64            `json:"same_rack_bytes"`
+	CrossRackBytes   int64            `json:"cross_rack_bytes"`
+	BytesByRack      map[string]int64 `json:"bytes_by_broker_rack"`
+}
+
+// Summary reads the job's counters now.
+func (j *Job) Summary() Summary {
+	s, f := j.stats, j.fetch.Snapshot()
+	el := time.Since(s.Started)
+	sum := Summary{
+		Rack: j.rack.Rack, RackSource: j.rack.Source, Elapsed: el,
+		Records: s.Records.Load(), Rows: s.Rows.Load(), Filtered: s.Filtered.Load(),
+		DeadLetters: s.DeadLetters.Load(), Skipped: s.Skipped.Load(), Batches: s.Batches.Load(),
+		LostRecords: s.LostRecords.Load(), SameRackBytes: f.SameRackBytes, CrossRackBytes: f.CrossRackBytes,
+		BytesByRack: f.ByRack(),
+	}
+	if el > 0 {
+		sum.RecordsPerSecond = float64(sum.Records) / el.Seconds()
+	}
+	return sum
+}
+
+// WriteText prints the summary for a person.
+func (s Summary) WriteText(w io.Writer) {
+	rack := s.Rack
+	if rack == "" {
+		rack = "(none: rack-blind)"
+	}
+	fmt.Fprintf(w, "logstore run summary\n")
+	fmt.Fprintf(w, "  rack             %s (from %s)\n", rack, s.RackSource)
+	fmt.Fprintf(w, "  elapsed          %s\n", s.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(w, "  records read     %d (%.0f/s)\n", s.Records, s.RecordsPerSecond)
+	fmt.Fprintf(w, "  rows written     %d in %d batches\n", s.Rows, s.Batches)
+	fmt.Fprintf(w, "  dead letters     %d\n", s.DeadLetters)
+	if s.Filtered+s.Skipped+s.LostRecords > 0 {
+		fmt.Fprintf(w, "  filtered         %d, skipped %d, lost to retention %d\n", s.Filtered, s.Skipped, s.LostRecords)
+	}
+	total := s.SameRackBytes + s.CrossRackBytes
+	share := 0.0
+	if total > 0 {
+		share = 100 * float64(s.SameRackBytes) / float64(total)
+	}
+	fmt.Fprintf(w, "  fetched bytes    %d same-rack, %d cross-rack (%.1f%% local)\n", s.SameRackBytes, s.CrossRackBytes, share)
+	racks := make([]string, 0, len(s.BytesByRack))
+	for r := range s.BytesByRack {
+		racks = append(racks, r)
+	}
+	sort.Strings(racks)
+	for _, r := range racks {
+		name := r
+		if name == "" {
+			name = "(no rack)"
+		}
+		fmt.Fprintf(w, "    from %-10s %d\n", name, s.BytesByRack[r])
+	}
+}

@@ -1,0 +1,340 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"golang.org/x/time/rate"
+
+	"github.com/logstore/logstore/sink"
+)
+
+// partitionReader is what a worker needs from its reader; PartitionReader
+// (fetch from the nearest replica) is the one the job uses.
+type partitionReader interface {
+	SetOffset(offset int64)
+	// Offset is the next offset to read: past the last record returned, and
+	// past control batches and aborted records that were skipped.
+	Offset() int64
+	Fetch(ctx context.Context) ([]kafka.Message, int64, error)
+	Close() error
+}
+
+// worker runs the commit protocol for one partition (see DESIGN.md):
+// read from the committed offset c, cut at b, mark (c, "cut:b"), write every
+// sink under names made of (topic, partition, c, b), then commit b+1.
+type worker struct {
+	topic     string
+	partition int
+	reader    partitionReader
+	decoder   *Decoder
+	commit    committer
+	sinks     []sink.Sink
+	dead      []deadLetterWriter
+	onError   string // dead_letter, skip or fail
+	oor       string // on_offset_out_of_range: fail, earliest, latest
+	limits    BatchConfig
+	budget    *budget
+	limiter   *rate.Limiter // nil: unlimited
+	stats     *Stats
+	prefix    string // object-name prefix (replays)
+	target    int64  // stop once the next offset reaches it; -1 streams on
+	flushWait time.Duration
+	log       *slog.Logger
+
+	batch openBatch
+}
+
+// openBatch is the records read since the last cut.
+type openBatch struct {
+	first   int64
+	rows    []sink.Row
+	sources []sink.Source
+	dead    []DeadLetter
+	bytes   int64
+	opened  time.Time
+}
+
+// errFatal marks an error that must stop the whole job (on_error: fail,
+// lost data with on_offset_out_of_range: fail).
+type errFatal struct{ err error }
+
+func (e errFatal) Error() string { return e.err.Error() }
+func (e errFatal) Unwrap() error { return e.err }
+
+// run reads the partition from pos until ctx ends or, with a target, until
+// the target is reached and committed. On ctx's end it flushes what it holds
+// (within flushWait) so the next owner starts where this one stopped.
+func (w *worker) run(ctx context.Context, pos position) error {
+	next, cut := pos.Offset, pos.Cut
+	if cut >= 0 && cut < next {
+		cut = -1 // a stale mark: the batch was committed after all
+	}
+	if cut >= 0 {
+		w.log.Info("re-cutting a batch that was marked but not confirmed", "from", next, "cut", cut)
+	}
+	w.reader.SetOffset(next)
+	w.batch = openBatch{first: next, opened: time.Now()}
+	defer func() { w.budget.release(w.batch.bytes) }()
+	for {
+		if w.target >= 0 && next >= w.target && cut < 0 {
+			return w.flush(ctx, next-1)
+		}
+		msgs, _, err := w.reader.Fetch(ctx)
+		if ctx.Err() != nil {
+			return w.stop(cut, next)
+		}
+		if err != nil {
+			var oor *OffsetOutOfRangeError
+			if !errors.As(err, &oor) {
+				w.log.Warn("fetch failed; retrying", "err", err)
+				if !sleep(ctx, time.Second) {
+					return w.stop(cut, next)
+				}
+				continue
+			}
+			if next, err = w.outOfRange(ctx, oor, next); err != nil {
+				return err
+			}
+			cut = -1
+			continue
+		}
+		if err := w.wait(ctx, len(msgs)); err != nil {
+			return w.stop(cut, next)
+		}
+		for i := range msgs {
+			m := &msgs[i]
+			if m.Offset < next {
+				continue // a retried fetch may return records already taken
+			}
+			if cut >= 0 && m.Offset > cut {
+				if err := w.flush(ctx, cut); err != nil {
+					return err
+				}
+				cut = -1
+			}
+			if err := w.reserve(ctx, m, cut, next); err != nil {
+				return err
+			}
+			if err := w.take(m); err != nil {
+				return err
+			}
+			next = m.Offset + 1
+		}
+		next = max(next, w.reader.Offset())
+		switch {
+		case cut >= 0 && next > cut:
+			if err := w.flush(ctx, cut); err != nil {
+				return err
+			}
+			cut = -1
+		case cut < 0 && next > w.batch.first && w.full():
+			if err := w.flush(ctx, next-1); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// stop is the end of a generation or of the job: flush what is held, unless
+// a re-cut is pending (then the mark stays and the next owner re-cuts).
+func (w *worker) stop(cut, next int64) error {
+	if cut >= 0 || next <= w.batch.first {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), w.flushWait)
+	defer cancel()
+	err := w.flush(ctx, next-1)
+	if errors.Is(err, errFenced) {
+		w.log.Info("not flushing on stop: the group already moved on", "err", err)
+		return nil
+	}
+	return err
+}
+
+// full is the flush rule: rows, bytes or age.
+func (w *worker) full() bool {
+	b := &w.batch
+	return len(b.rows)+len(b.dead) >= w.limits.MaxRows || b.bytes >= w.limits.MaxBytes || time.Since(b.opened) >= w.limits.MaxAge
+}
+
+// reserve takes the record's bytes from the memory budget. When the budget is
+// full, the worker cuts its own batch rather than wait for others that may be
+// waiting too; it waits only with nothing to give back.
+func (w *worker) reserve(ctx context.Context, m *kafka.Message, cut, next int64) error {
+	n := w.budget.clamp(recordCost(m))
+	if w.budget.tryAcquire(n) {
+		w.batch.bytes += n
+		return nil
+	}
+	if cut < 0 && next > w.batch.first {
+		w.stats.BudgetCuts.Add(1)
+		if err := w.flush(ctx, next-1); err != nil {
+			return err
+		}
+	}
+	start := time.Now()
+	if err := w.budget.acquire(ctx, n); err != nil {
+		return err
+	}
+	w.stats.BackpressureNanos.Add(int64(time.Since(start)))
+	w.batch.bytes += n
+	return nil
+}
+
+// recordCost approximates what a record holds while its batch is open: the
+// raw key and value (kept for `value: original` and dead letters) plus the
+// decoded row, about as large again.
+func recordCost(m *kafka.Message) int64 { return int64(2*len(m.Value) + len(m.Key) + 128) }
+
+// take decodes one record into the open batch, or makes it a dead letter.
+func (w *worker) take(m *kafka.Message) error {
+	w.stats.Records.Add(1)
+	row, keep, err := w.decoder.Decode(m, nil)
+	b := &w.batch
+	if err != nil {
+		switch w.onError {
+		case "fail":
+			return errFatal{fmt.Errorf("%s/%d offset %d: %v (dead_letter.on_error is fail)", m.Topic, m.Partition, m.Offset, err)}
+		case "skip":
+			w.stats.Skipped.Add(1)
+		default:
+			b.dead = append(b.dead, DeadLetter{Reason: err.Error(), Record: *m})
+		}
+		return nil
+	}
+	if !keep {
+		w.stats.Filtered.Add(1)
+		return nil
+	}
+	b.rows = append(b.rows, row)
+	b.sources = append(b.sources, sink.Source{Offset: m.Offset, Key: m.Key, Value: m.Value, Timestamp: m.Time})
+	return nil
+}
+
+// flush cuts the open batch at last and runs the commit protocol.
+func (w *worker) flush(ctx context.Context, last int64) error {
+	b := &w.batch
+	if last < b.first {
+		return nil
+	}
+	if len(b.rows) > 0 || len(b.dead) > 0 {
+		if err := w.commit.commit(ctx, w.topic, w.partition, b.first, cutPrefix+strconv.FormatInt(last, 10)); err != nil {
+			return err
+		}
+		if err := w.deliver(ctx, last); err != nil {
+			return err
+		}
+	}
+	if err := w.commit.commit(ctx, w.topic, w.partition, last+1, ""); err != nil {
+		return err
+	}
+	w.stats.Batches.Add(1)
+	w.stats.Rows.Add(int64(len(b.rows)))
+	w.stats.DeadLetters.Add(int64(len(b.dead)))
+	w.stats.committed(w.topic, w.partition, last+1)
+	w.log.Debug("batch committed", "first", b.first, "last", last, "rows", len(b.rows), "dead_letters", len(b.dead))
+	w.budget.release(b.bytes)
+	*b = openBatch{first: last + 1, opened: time.Now()}
+	return nil
+}
+
+// deliver hands the batch to every sink and the dead letters to every
+// dead-letter writer, retrying each until it succeeds or ctx ends: a sink
+// outage holds the partition (and, through the budget, the fetching) instead
+// of dropping or skipping a batch.
+func (w *worker) deliver(ctx context.Context, last int64) error {
+	b := &w.batch
+	batch := &sink.Batch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Schema: w.decoder.Schema(), Rows: b.rows, Sources: b.sources, Prefix: w.prefix}
+	for _, s := range w.sinks {
+		if len(batch.Rows) == 0 {
+			break
+		}
+		if err := retry(ctx, w.log, "writing a batch", func() error { return s.Write(ctx, batch) }); err != nil {
+			return err
+		}
+	}
+	for _, d := range w.dead {
+		if len(b.dead) == 0 {
+			break
+		}
+		if err := retry(ctx, w.log, "writing dead letters", func() error {
+			return d.writeDeadLetters(ctx, &deadBatch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Prefix: w.prefix, Letters: b.dead})
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// outOfRange applies `kafka.on_offset_out_of_range` once the reader has
+// confirmed with the leader that next is gone (or not there yet).
+func (w *worker) outOfRange(ctx context.Context, oor *OffsetOutOfRangeError, next int64) (int64, error) {
+	if next > w.batch.first {
+		if err := w.flush(ctx, next-1); err != nil {
+			return next, err
+		}
+	}
+	to := oor.LogStart
+	if w.oor == "latest" || next > oor.LogEnd {
+		to = oor.LogEnd
+	}
+	lost := max(0, to-next)
+	if w.oor == "fail" && next < oor.LogStart {
+		return next, errFatal{fmt.Errorf("%s/%d: offset %d is gone (the log now starts at %d): retention deleted %d records before they were read; "+
+			"set kafka.on_offset_out_of_range: earliest to continue from %d", w.topic, w.partition, next, oor.LogStart, oor.LogStart-next, oor.LogStart)}
+	}
+	w.stats.LostRecords.Add(lost)
+	w.log.Warn("offset out of range; moving on", "offset", next, "log_start", oor.LogStart, "log_end", oor.LogEnd, "to", to, "lost_records", lost, "policy", w.oor)
+	w.reader.SetOffset(to)
+	w.batch.first = to
+	return to, nil
+}
+
+// wait applies max_records_per_second.
+func (w *worker) wait(ctx context.Context, n int) error {
+	if w.limiter == nil {
+		return nil
+	}
+	for n > 0 {
+		k := min(n, w.limiter.Burst())
+		if err := w.limiter.WaitN(ctx, k); err != nil {
+			return err
+		}
+		n -= k
+	}
+	return nil
+}
+
+// retry calls f with capped exponential backoff until it succeeds, ctx ends,
+// or the error is one retrying cannot fix.
+func retry(ctx context.Context, log *slog.Logger, what string, f func() error) error {
+	backoff := 250 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := f()
+		if err == nil || errors.Is(err, errFenced) || errors.As(err, new(errFatal)) {
+			return err
+		}
+		log.Warn(what+" failed; retrying", "attempt", attempt, "backoff", backoff, "err", err)
+		if !sleep(ctx, backoff) {
+			return fmt.Errorf("%s: %w (gave up: %v)", what, err, ctx.Err())
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
