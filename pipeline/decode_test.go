@@ -5,6 +5,7 @@ import (
 	"math"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -408,4 +409,24 @@ func FuzzDecodeJSON(f *testing.F) {
 			t.Fatalf("string %q, encoding/json %q", row[0], s)
 		}
 	})
+}
+
+// TestDecodeConcurrent: one Decoder serves every partition worker.
+func TestDecodeConcurrent(t *testing.T) {
+	d := newTestDecoder(t, SchemaConfig{Columns: transformColumns, Where: `level != "DEBUG"`})
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			level := []string{"INFO", "WARN", "ERROR", "FATAL"}[g]
+			value := strings.Replace(transformRecord, "WARN", level, 1)
+			for range 200 {
+				row, keep, err := d.Decode(transformMessage(value), nil)
+				if err != nil || !keep || row[1] != level || row[4] != "GET /cart Timeout after 3s" {
+					t.Errorf("goroutine %d: %v %v %v", g, row, keep, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

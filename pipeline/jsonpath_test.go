@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"encoding/binary"
 	"reflect"
 	"strings"
 	"testing"
@@ -70,6 +71,30 @@ func TestScanDoesNotAllocate(t *testing.T) {
 	for slot, sp := range spans {
 		if sp.kind == jsonMissing {
 			t.Errorf("slot %d not found", slot)
+		}
+	}
+}
+
+// TestHasSpecial8 checks the word-at-a-time test never misses a quote, a
+// backslash or a control byte, wherever it sits and whatever surrounds it.
+func TestHasSpecial8(t *testing.T) {
+	special := func(c byte) bool { return c == '"' || c == '\\' || c < 0x20 }
+	for _, fill := range []byte{'a', 0x7f, 0x80, 0xff, ' ', '!', '#', '[', ']'} {
+		for pos := range 8 {
+			for c := range 256 {
+				var w [8]byte
+				for i := range w {
+					w[i] = fill
+				}
+				w[pos] = byte(c)
+				got := hasSpecial8(binary.LittleEndian.Uint64(w[:]))
+				if special(byte(c)) && !got {
+					t.Fatalf("missed %#x at %d among %#x", c, pos, fill)
+				}
+				if !special(byte(c)) && !special(fill) && got && fill < 0x80 && c < 0x80 {
+					t.Errorf("false alarm for %#x at %d among %#x", c, pos, fill)
+				}
+			}
 		}
 	}
 }
