@@ -49,7 +49,11 @@ func (s Summary) WriteText(w io.Writer) {
 		rack = "(none: rack-blind)"
 	}
 	fmt.Fprintf(w, "logstore run summary\n")
-	fmt.Fprintf(w, "  rack             %s (from %s)\n", rack, s.RackSource)
+	source := s.RackSource
+	if source == "" {
+		source = "no provider answered"
+	}
+	fmt.Fprintf(w, "  rack             %s (from %s)\n", rack, source)
 	fmt.Fprintf(w, "  elapsed          %s\n", s.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(w, "  records read     %d (%.0f/s)\n", s.Records, s.RecordsPerSecond)
 	fmt.Fprintf(w, "  rows written     %d in %d batches\n", s.Rows, s.Batches)
