@@ -146,14 +146,31 @@ func KafkaMessages(cfg *KafkaConfig, b *Batch) ([]kafka.Message, error) {
 			{Key: HeaderSourceOffset, Value: strconv.AppendInt(nil, sourceOffset(b, i), 10)},
 		}
 	}
-	if !original {
-		start := 0
-		for i := range msgs {
-			msgs[i].Value = buf[start:ends[i]:ends[i]]
+	start := 0
+	for i := range msgs {
+		m := &msgs[i]
+		if !original {
+			m.Value = buf[start:ends[i]:ends[i]]
 			start = ends[i]
+		}
+		// kafka-go refuses the whole call for one record over batch_bytes;
+		// name the record instead, so it can go to the dead letters.
+		if size := recordSize(m); size > cfg.BatchBytes {
+			return nil, &RowError{Topic: b.Topic, Partition: b.Partition, Index: i, Offset: sourceOffset(b, i),
+				Err: fmt.Errorf("kafka: a record of %d bytes is over sinks.kafka.batch_bytes (%d)", size, cfg.BatchBytes)}
 		}
 	}
 	return msgs, nil
+}
+
+// recordSize is a record's key, value and header bytes, a little under
+// what kafka-go counts against batch_bytes.
+func recordSize(m *kafka.Message) int64 {
+	n := len(m.Key) + len(m.Value)
+	for _, h := range m.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return int64(n)
 }
 
 // keyBytes is a key column's value as record key bytes; null is no key.

@@ -3,6 +3,7 @@ package sink
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"strconv"
 	"testing"
@@ -86,8 +87,14 @@ func TestKafkaMessages(t *testing.T) {
 			checkSourceHeaders(t, m, "in", 7, 100+int64(i))
 		}
 	}
-	cfg := &KafkaConfig{Topic: "out", Value: "original"}
+	cfg := &KafkaConfig{Topic: "out", Value: "original", BatchBytes: 1024}
 	cfg.setDefaults()
+	b.Sources[3].Value = make([]byte, 2000)
+	_, err := KafkaMessages(cfg, b)
+	var re *RowError
+	if !errors.As(err, &re) || re.Offset != 103 {
+		t.Errorf("a record over batch_bytes: %v, want a RowError for offset 103", err)
+	}
 	b.Sources = nil
 	if _, err := KafkaMessages(cfg, b); err == nil {
 		t.Error("value: original without sources: no error")
