@@ -72,6 +72,9 @@ type ReaderConfig struct {
 	// leader may name a preferred read replica in it (KIP-392, Fetch v11,
 	// brokers with replica.selector.class set); empty reads from leaders.
 	Rack string
+	// LeaderOnly keeps the rack for the byte counts but never sends it, so
+	// every fetch goes to the leader (rack.follower_fetching: off).
+	LeaderOnly bool
 	// Isolation is ReadUncommitted (the default) or ReadCommitted.
 	Isolation string
 
@@ -385,7 +388,7 @@ func (r *PartitionReader) route(now time.Time) (broker int32, rack string) {
 		r.log.Debug("preferred read replica lease expired; asking the leader", "replica", r.replica)
 		r.replica = -1
 	}
-	if now.Before(r.leaderOnlyUntil) {
+	if r.cfg.LeaderOnly || now.Before(r.leaderOnlyUntil) {
 		return r.part.Leader, ""
 	}
 	return r.part.Leader, r.cfg.Rack

@@ -404,6 +404,7 @@ func (j *Job) newWorker(topic string, partition int, commit committer, target in
 		Topic:          topic,
 		Partition:      partition,
 		Rack:           j.rack.Rack,
+		LeaderOnly:     !j.follower,
 		Isolation:      k.Isolation,
 		MinBytes:       k.Fetch.MinBytes,
 		MaxBytes:       k.Fetch.MaxBytes,
