@@ -179,7 +179,8 @@ func (d *Decoder) compileCEL(cfg *SchemaConfig) error {
 func (d *Decoder) compile(env *cel.Env, src, key string, at int) (*celProgram, *cel.Type, error) {
 	ast, iss := env.Compile(src)
 	if iss.Err() != nil {
-		return nil, nil, keyErr(key, "%s", strings.TrimPrefix(iss.Err().Error(), "ERROR: "))
+		// "ERROR: <input>:1:7: msg" → "at 1:7: msg"; the caret lines stay.
+		return nil, nil, keyErr(key, "%s", strings.ReplaceAll(iss.Err().Error(), "ERROR: <input>:", "at "))
 	}
 	p := &celProgram{}
 	for _, r := range ast.NativeRep().ReferenceMap() {
