@@ -319,10 +319,7 @@ func (d *Decoder) field(c *column, msg *kafka.Message, st *decodeState) (any, er
 	case srcHeader:
 		for i := len(msg.Headers) - 1; i >= 0; i-- {
 			if msg.Headers[i].Key == c.header {
-				v = textValue(msg.Headers[i].Value)
-				if v.text == nil { // a header with a null value
-					v.text = []byte{}
-				}
+				v = textValue(msg.Headers[i].Value) // a null value is null
 				break
 			}
 		}

@@ -31,7 +31,10 @@ import (
 //	map<string,string>  map(string, string)
 //
 // A column that may be null (not required, no default) can be compared with
-// null (`status != null && status >= 500`); a null map reads as {}. The
+// null (`status != null && status >= 500`); other operators fail on null,
+// which makes the record a dead letter, and == and != treat null as a value
+// (for a null level, `level != "DEBUG"` is true, unlike SQL). A null map
+// reads as {}. An expression gives null with dyn(null). The
 // record's fields are the variables kafka.key (string), kafka.topic,
 // kafka.partition, kafka.offset, kafka.timestamp and kafka.headers
 // (map(string, string)). The CEL string, math and encoder extensions are

@@ -51,6 +51,7 @@ func TestTransformWhere(t *testing.T) {
 		{`status >= 500`, transformRecord, true, ""},
 		{`status != null && status >= 500`, minimal, false, ""},
 		{`status == null || status < 500`, minimal, true, ""},
+		{`service != "checkout"`, minimal, true, ""}, // null is a value to == and !=
 		{`status >= 500`, minimal, false, "where: no such overload: _>=_ (null: status; guard with `status != null && ...`)"},
 		{`message.lowerAscii().contains("timeout")`, transformRecord, true, ""},
 		{`size(message) > 100`, transformRecord, false, ""},
