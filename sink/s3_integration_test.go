@@ -3,7 +3,9 @@
 package sink
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -220,6 +222,30 @@ func TestS3IntegrationMultipartReadByPyarrow(t *testing.T) {
 		}
 	}
 	checkPyarrowRows(t, itSchema, meta.Rows, rows)
+}
+
+func TestS3IntegrationChecksums(t *testing.T) {
+	bucket := realS3(t)
+	body := make([]byte, 2*minPartBytes+12345)
+	rand.Read(body)
+	for _, checksum := range S3Checksums {
+		for _, size := range []int{1000, len(body)} {
+			c := &Config{Files: &FilesConfig{URL: "s3://" + bucket, S3: &S3Config{Checksum: checksum, PartBytes: minPartBytes}}}
+			c.SetDefaults()
+			s, err := NewS3Store(context.Background(), bucket, c.Files.S3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := fmt.Sprintf("%s-%d", checksum, size)
+			if err := s.Put(context.Background(), key, bytes.NewReader(body[:size]), int64(size)); err != nil {
+				t.Errorf("checksum %s, %d bytes: %v", checksum, size, err)
+				continue
+			}
+			if got := getObject(t, s, key); !bytes.Equal(got, body[:size]) {
+				t.Errorf("checksum %s, %d bytes: read back %d bytes that differ", checksum, size, len(got))
+			}
+		}
+	}
 }
 
 func TestS3IntegrationPreflightNamesTheBucket(t *testing.T) {
