@@ -34,8 +34,9 @@ import (
 // null (`status != null && status >= 500`); other operators fail on null,
 // which makes the record a dead letter, and == and != treat null as a value
 // (for a null level, `level != "DEBUG"` is true, unlike SQL). A null map
-// reads as {}. An expression gives null with dyn(null). The
-// record's fields are the variables kafka.key (string), kafka.topic,
+// reads as {}. An expression gives null with dyn(null).
+//
+// The record's fields are the variables kafka.key (string), kafka.topic,
 // kafka.partition, kafka.offset, kafka.timestamp and kafka.headers
 // (map(string, string)). The CEL string, math and encoder extensions are
 // loaded (lowerAscii, split, replace, math.round, base64, ...), and numbers
@@ -152,8 +153,13 @@ func (d *Decoder) compileCEL(cfg *SchemaConfig) error {
 		}
 		want := celType(c.typ)
 		if !outputFits(out, want) {
-			return keyErr(c.key+".expr", "gives %s, but column %q is %s (CEL %s); convert it, e.g. %s(...)",
-				celTypeName(out), c.name, c.typ, want, want)
+			hint := ""
+			switch want.Kind() {
+			case types.IntKind, types.DoubleKind, types.StringKind, types.BytesKind, types.TimestampKind:
+				hint = fmt.Sprintf("; convert it, e.g. %s(...)", strings.TrimPrefix(strings.ToLower(want.String()), "google.protobuf."))
+			}
+			return keyErr(c.key+".expr", "gives %s, but column %q is %s (CEL %s)%s",
+				celTypeName(out), c.name, c.typ, want, hint)
 		}
 		c.expr = p
 	}
