@@ -411,7 +411,7 @@ func (j *Job) newWorker(topic string, partition int, commit committer, target in
 		MaxWait:        k.Fetch.MaxWait,
 		PreferredLease: k.Fetch.PreferredReplicaLease,
 		Stats:          j.fetch,
-		Log:            log,
+		Log:            j.log, // the reader names its topic and partition
 	})
 	return &worker{
 		topic: topic, partition: partition, reader: reader, decoder: dec, commit: commit,

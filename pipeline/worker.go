@@ -104,6 +104,9 @@ func (w *worker) run(ctx context.Context, pos position) error {
 			cut = -1
 			continue
 		}
+		if len(msgs) > 0 {
+			sink.Failpoint(sink.FailFetched)
+		}
 		if err := w.wait(ctx, len(msgs)); err != nil {
 			return w.stop(cut, next)
 		}
@@ -125,6 +128,11 @@ func (w *worker) run(ctx context.Context, pos position) error {
 				return err
 			}
 			next = m.Offset + 1
+			if cut < 0 && w.full() {
+				if err := w.flush(ctx, next-1); err != nil {
+					return err
+				}
+			}
 		}
 		next = max(next, w.reader.Offset())
 		switch {
@@ -133,7 +141,7 @@ func (w *worker) run(ctx context.Context, pos position) error {
 				return err
 			}
 			cut = -1
-		case cut < 0 && next > w.batch.first && w.full():
+		case cut < 0 && next > w.batch.first && (w.full() || time.Since(w.batch.opened) >= w.limits.MaxAge):
 			if err := w.flush(ctx, next-1); err != nil {
 				return err
 			}
@@ -157,10 +165,12 @@ func (w *worker) stop(cut, next int64) error {
 	return err
 }
 
-// full is the flush rule: rows, bytes or age.
+// full is the size part of the flush rule, checked after every record so a
+// batch never exceeds max_rows or max_bytes; the age part is checked once a
+// fetch.
 func (w *worker) full() bool {
 	b := &w.batch
-	return len(b.rows)+len(b.dead) >= w.limits.MaxRows || b.bytes >= w.limits.MaxBytes || time.Since(b.opened) >= w.limits.MaxAge
+	return len(b.rows)+len(b.dead) >= w.limits.MaxRows || b.bytes >= w.limits.MaxBytes
 }
 
 // reserve takes the record's bytes from the memory budget. When the budget is
@@ -227,9 +237,11 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 		if err := w.commit.commit(ctx, w.topic, w.partition, b.first, cutPrefix+strconv.FormatInt(last, 10)); err != nil {
 			return err
 		}
+		sink.Failpoint(sink.FailMarked)
 		if err := w.deliver(ctx, last); err != nil {
 			return err
 		}
+		sink.Failpoint(sink.FailDelivered)
 	}
 	if err := w.commit.commit(ctx, w.topic, w.partition, last+1, ""); err != nil {
 		return err

@@ -10,6 +10,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$LOGSTORE_ROOT"
 
 bash "$here/setup.sh"
+# The tests call python3 for pyarrow, the independent Parquet reader.
+export PATH="$LOGSTORE_CACHE/venv/bin:$PATH"
 
 started=()
 cleanup() {

@@ -103,6 +103,7 @@ func (f *Files) writeFolder(ctx context.Context, b *Batch, folder string, rows [
 		if err != nil {
 			return err
 		}
+		Failpoint(FailFileSaved)
 		rows = rows[n:]
 	}
 	return nil

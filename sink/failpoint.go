@@ -1,0 +1,49 @@
+package sink
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+)
+
+// Crash tests kill the process at exact points of the commit protocol:
+// LOGSTORE_FAILPOINT=NAME:N sends SIGKILL to the process the N-th time the
+// point NAME is passed. Unset (always, outside tests) it costs one string
+// comparison per batch, never per record.
+var failpoint struct {
+	name string
+	left atomic.Int64
+}
+
+func init() {
+	name, n, ok := strings.Cut(os.Getenv("LOGSTORE_FAILPOINT"), ":")
+	if !ok {
+		return
+	}
+	if count, err := strconv.Atoi(n); err == nil && count > 0 {
+		failpoint.name = name
+		failpoint.left.Store(int64(count))
+	}
+}
+
+// Failpoint names, in the order a batch passes them.
+const (
+	FailFetched   = "fetched"      // a fetch returned records
+	FailMarked    = "marked"       // the cut mark (c, "cut:b") is committed
+	FailFileSaved = "file-written" // one file of a batch is stored; more may follow
+	FailDelivered = "delivered"    // every sink has the batch; b+1 not yet committed
+)
+
+// Failpoint kills the process if LOGSTORE_FAILPOINT names this point and its
+// count is used up.
+func Failpoint(name string) {
+	if failpoint.name != name {
+		return
+	}
+	if failpoint.left.Add(-1) == 0 {
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // SIGKILL is not instant; never run past the point
+	}
+}
