@@ -46,6 +46,7 @@ type Job struct {
 	limiter  *rate.Limiter
 	rack     rack.Result
 	follower bool
+	decoder  *Decoder
 }
 
 // Deps are what the caller may supply instead of building from config.
@@ -239,35 +240,29 @@ func (j *Job) runGroup(ctx context.Context, mode Mode) error {
 		j.log.Info("generation", "id", gen.ID, "member", gen.MemberID, "partitions", assigned)
 		j.metrics.generation(gen.ID, assigned)
 		commit := &groupCommitter{client: j.conn.Client, group: k.Group, generation: int(gen.ID), member: gen.MemberID}
-		done := make(chan error, 1)
-		gen.Start(func(gctx context.Context) {
-			done <- j.runPartitions(ctx, gctx, assigned, commit, targets, mode)
-		})
-		err = <-done
-		if err != nil && !errors.Is(err, errFenced) {
-			return err
+		type result struct {
+			reached bool
+			err     error
 		}
-		if ctx.Err() != nil || (mode.UntilNow && err == nil && reached(j.stats.Positions(), assigned, targets)) {
+		done := make(chan result, 1)
+		gen.Start(func(gctx context.Context) {
+			reached, err := j.runPartitions(ctx, gctx, assigned, commit, targets, mode)
+			done <- result{reached, err}
+		})
+		r := <-done
+		if r.err != nil && !errors.Is(r.err, errFenced) {
+			return r.err
+		}
+		if ctx.Err() != nil || (mode.UntilNow && r.reached) {
 			return nil
 		}
 	}
 }
 
-// reached says whether every assigned partition committed its target.
-func reached(positions map[string]map[int]int64, assigned map[string][]int, targets map[string]map[int]int64) bool {
-	for topic, ps := range assigned {
-		for _, p := range ps {
-			if positions[topic][p] < targets[topic][p] {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 // runPartitions runs one worker per assigned partition until the generation
-// or the job ends, or (with targets) until every worker reached its target.
-func (j *Job) runPartitions(ctx, gctx context.Context, assigned map[string][]int, commit committer, targets map[string]map[int]int64, mode Mode) error {
+// or the job ends, or (with targets) until every worker reached its target;
+// reached says which.
+func (j *Job) runPartitions(ctx, gctx context.Context, assigned map[string][]int, commit committer, targets map[string]map[int]int64, mode Mode) (reached bool, err error) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -279,9 +274,8 @@ func (j *Job) runPartitions(ctx, gctx context.Context, assigned map[string][]int
 	}()
 	var positions map[string]map[int]position
 	if _, ok := commit.(noCommit); !ok {
-		var err error
 		if positions, err = fetchPositions(wctx, j.conn.Client, j.cfg.Kafka.Group, assigned); err != nil {
-			return err
+			return false, err
 		}
 	}
 	type start struct {
@@ -292,7 +286,7 @@ func (j *Job) runPartitions(ctx, gctx context.Context, assigned map[string][]int
 	for topic, ps := range assigned {
 		offsets, err := j.starts(wctx, topic, ps, positions[topic], mode)
 		if err != nil {
-			return err
+			return false, err
 		}
 		for _, p := range ps {
 			pos := position{Offset: offsets[p], Cut: -1}
@@ -305,7 +299,7 @@ func (j *Job) runPartitions(ctx, gctx context.Context, assigned map[string][]int
 			}
 			w, err := j.newWorker(topic, p, commit, target, mode.Prefix)
 			if err != nil {
-				return err
+				return false, err
 			}
 			starts = append(starts, start{w, pos})
 		}
@@ -317,7 +311,15 @@ func (j *Job) runPartitions(ctx, gctx context.Context, assigned map[string][]int
 			return s.w.run(gctx2, s.pos)
 		})
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		return false, err
+	}
+	for _, s := range starts {
+		if !s.w.reached {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // starts resolves where partitions with no commit begin.
@@ -388,14 +390,11 @@ func (j *Job) runReplay(ctx context.Context, mode Mode) error {
 			return err
 		}
 	}
-	return j.runPartitions(ctx, context.Background(), parts, noCommit{}, targets, mode)
+	_, err = j.runPartitions(ctx, context.Background(), parts, noCommit{}, targets, mode)
+	return err
 }
 
 func (j *Job) newWorker(topic string, partition int, commit committer, target int64, prefix string) (*worker, error) {
-	dec, err := NewDecoder(j.cfg.Schema)
-	if err != nil {
-		return nil, err
-	}
 	k := j.cfg.Kafka
 	log := j.log.With("topic", topic, "partition", partition)
 	reader := NewPartitionReader(ReaderConfig{
@@ -414,7 +413,7 @@ func (j *Job) newWorker(topic string, partition int, commit committer, target in
 		Log:            j.log, // the reader names its topic and partition
 	})
 	return &worker{
-		topic: topic, partition: partition, reader: reader, decoder: dec, commit: commit,
+		topic: topic, partition: partition, reader: reader, decoder: j.decoder, commit: commit,
 		sinks: j.sinks, dead: j.dead, onError: j.cfg.DeadLetter.OnError, oor: k.OnOffsetOutOfRange,
 		limits: j.cfg.Batch, budget: j.budget, limiter: j.limiter, stats: j.stats, prefix: prefix,
 		target: target, flushWait: j.cfg.Run.ShutdownTimeout, log: log,

@@ -11,8 +11,9 @@ import (
 func (j *Job) openSinks(ctx context.Context, deps Deps) error {
 	dec, err := NewDecoder(j.cfg.Schema)
 	if err != nil {
-		return err
+		return prefixed("schema.", err)
 	}
+	j.decoder = dec // safe for every partition worker at once
 	var files *sink.Files
 	if deps.Sinks != nil {
 		j.sinks = deps.Sinks

@@ -47,7 +47,10 @@ type worker struct {
 	flushWait time.Duration
 	log       *slog.Logger
 
-	batch openBatch
+	batch   openBatch
+	next    int64 // the next offset to take
+	cut     int64 // a pending re-cut b, or -1
+	reached bool  // the target was reached and committed
 }
 
 // openBatch is the records read since the last cut.
@@ -68,101 +71,126 @@ func (e errFatal) Error() string { return e.err.Error() }
 func (e errFatal) Unwrap() error { return e.err }
 
 // run reads the partition from pos until ctx ends or, with a target, until
-// the target is reached and committed. On ctx's end it flushes what it holds
-// (within flushWait) so the next owner starts where this one stopped.
+// the target is reached and committed (then reached is set). When ctx ends —
+// the generation or the job is over — it flushes what it holds (within
+// flushWait) so the next owner starts where this one stopped; a flush that
+// ctx cut short leaves its mark, and the next owner re-cuts the same batch.
 func (w *worker) run(ctx context.Context, pos position) error {
-	next, cut := pos.Offset, pos.Cut
-	if cut >= 0 && cut < next {
-		cut = -1 // a stale mark: the batch was committed after all
+	w.next, w.cut = pos.Offset, pos.Cut
+	if w.cut >= 0 && w.cut < w.next {
+		w.cut = -1 // a stale mark: the batch was committed after all
 	}
-	if cut >= 0 {
-		w.log.Info("re-cutting a batch that was marked but not confirmed", "from", next, "cut", cut)
+	if w.cut >= 0 {
+		w.log.Info("re-cutting a batch that was marked but not confirmed", "from", w.next, "cut", w.cut)
 	}
-	w.reader.SetOffset(next)
-	w.batch = openBatch{first: next, opened: time.Now()}
+	w.reader.SetOffset(w.next)
+	w.batch = openBatch{first: w.next, opened: time.Now()}
 	defer func() { w.budget.release(w.batch.bytes) }()
+	err := w.loop(ctx)
+	if err != nil && ctx.Err() != nil && !errors.As(err, new(errFatal)) {
+		return w.stop()
+	}
+	return err
+}
+
+func (w *worker) loop(ctx context.Context) error {
 	for {
-		if w.target >= 0 && next >= w.target && cut < 0 {
-			return w.flush(ctx, next-1)
+		if w.target >= 0 && w.next >= w.target && w.cut < 0 {
+			if err := w.flush(ctx, w.next-1); err != nil {
+				return err
+			}
+			w.reached = true
+			return nil
 		}
 		msgs, _, err := w.reader.Fetch(ctx)
 		if ctx.Err() != nil {
-			return w.stop(cut, next)
+			return w.stop()
 		}
 		if err != nil {
 			var oor *OffsetOutOfRangeError
 			if !errors.As(err, &oor) {
 				w.log.Warn("fetch failed; retrying", "err", err)
 				if !sleep(ctx, time.Second) {
-					return w.stop(cut, next)
+					return w.stop()
 				}
 				continue
 			}
-			if next, err = w.outOfRange(ctx, oor, next); err != nil {
+			if err := w.outOfRange(ctx, oor); err != nil {
 				return err
 			}
-			cut = -1
 			continue
 		}
 		if len(msgs) > 0 {
 			sink.Failpoint(sink.FailFetched)
 		}
 		if err := w.wait(ctx, len(msgs)); err != nil {
-			return w.stop(cut, next)
+			return w.stop()
 		}
 		for i := range msgs {
 			m := &msgs[i]
-			if m.Offset < next {
+			if m.Offset < w.next {
 				continue // a retried fetch may return records already taken
 			}
-			if cut >= 0 && m.Offset > cut {
-				if err := w.flush(ctx, cut); err != nil {
+			if w.cut >= 0 && m.Offset > w.cut {
+				if err := w.flushCut(ctx); err != nil {
 					return err
 				}
-				cut = -1
 			}
-			if err := w.reserve(ctx, m, cut, next); err != nil {
+			if err := w.reserve(ctx, m); err != nil {
 				return err
 			}
 			if err := w.take(m); err != nil {
 				return err
 			}
-			next = m.Offset + 1
-			if cut < 0 && w.full() {
-				if err := w.flush(ctx, next-1); err != nil {
+			w.next = m.Offset + 1
+			if w.cut < 0 && w.full() {
+				if err := w.flush(ctx, w.next-1); err != nil {
 					return err
 				}
 			}
 		}
-		next = max(next, w.reader.Offset())
+		w.next = max(w.next, w.reader.Offset())
 		switch {
-		case cut >= 0 && next > cut:
-			if err := w.flush(ctx, cut); err != nil {
+		case w.cut >= 0 && w.next > w.cut:
+			if err := w.flushCut(ctx); err != nil {
 				return err
 			}
-			cut = -1
-		case cut < 0 && next > w.batch.first && (w.full() || time.Since(w.batch.opened) >= w.limits.MaxAge):
-			if err := w.flush(ctx, next-1); err != nil {
+		case w.cut < 0 && w.next > w.batch.first && (w.full() || time.Since(w.batch.opened) >= w.limits.MaxAge):
+			if err := w.flush(ctx, w.next-1); err != nil {
 				return err
 			}
 		}
 	}
 }
 
+// flushCut re-cuts the pending batch exactly where the mark says.
+func (w *worker) flushCut(ctx context.Context) error {
+	if err := w.flush(ctx, w.cut); err != nil {
+		return err
+	}
+	w.cut = -1
+	return nil
+}
+
 // stop is the end of a generation or of the job: flush what is held, unless
 // a re-cut is pending (then the mark stays and the next owner re-cuts).
-func (w *worker) stop(cut, next int64) error {
-	if cut >= 0 || next <= w.batch.first {
+func (w *worker) stop() error {
+	if w.cut >= 0 || w.next <= w.batch.first {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), w.flushWait)
 	defer cancel()
-	err := w.flush(ctx, next-1)
-	if errors.Is(err, errFenced) {
+	err := w.flush(ctx, w.next-1)
+	switch {
+	case err == nil:
+	case errors.Is(err, errFenced):
 		w.log.Info("not flushing on stop: the group already moved on", "err", err)
-		return nil
+	default:
+		// Nothing is lost: the next owner reads again from the last commit
+		// (and re-cuts the batch if its mark was committed).
+		w.log.Warn("flushing on stop failed; the next owner re-reads the batch", "err", err)
 	}
-	return err
+	return nil
 }
 
 // full is the size part of the flush rule, checked after every record so a
@@ -176,15 +204,15 @@ func (w *worker) full() bool {
 // reserve takes the record's bytes from the memory budget. When the budget is
 // full, the worker cuts its own batch rather than wait for others that may be
 // waiting too; it waits only with nothing to give back.
-func (w *worker) reserve(ctx context.Context, m *kafka.Message, cut, next int64) error {
+func (w *worker) reserve(ctx context.Context, m *kafka.Message) error {
 	n := w.budget.clamp(recordCost(m))
 	if w.budget.tryAcquire(n) {
 		w.batch.bytes += n
 		return nil
 	}
-	if cut < 0 && next > w.batch.first {
+	if w.cut < 0 && w.next > w.batch.first {
 		w.stats.BudgetCuts.Add(1)
-		if err := w.flush(ctx, next-1); err != nil {
+		if err := w.flush(ctx, w.next-1); err != nil {
 			return err
 		}
 	}
@@ -286,10 +314,11 @@ func (w *worker) deliver(ctx context.Context, last int64) error {
 
 // outOfRange applies `kafka.on_offset_out_of_range` once the reader has
 // confirmed with the leader that next is gone (or not there yet).
-func (w *worker) outOfRange(ctx context.Context, oor *OffsetOutOfRangeError, next int64) (int64, error) {
+func (w *worker) outOfRange(ctx context.Context, oor *OffsetOutOfRangeError) error {
+	next := w.next
 	if next > w.batch.first {
 		if err := w.flush(ctx, next-1); err != nil {
-			return next, err
+			return err
 		}
 	}
 	to := oor.LogStart
@@ -298,14 +327,14 @@ func (w *worker) outOfRange(ctx context.Context, oor *OffsetOutOfRangeError, nex
 	}
 	lost := max(0, to-next)
 	if w.oor == "fail" && next < oor.LogStart {
-		return next, errFatal{fmt.Errorf("%s/%d: offset %d is gone (the log now starts at %d): retention deleted %d records before they were read; "+
+		return errFatal{fmt.Errorf("%s/%d: offset %d is gone (the log now starts at %d): retention deleted %d records before they were read; "+
 			"set kafka.on_offset_out_of_range: earliest to continue from %d", w.topic, w.partition, next, oor.LogStart, oor.LogStart-next, oor.LogStart)}
 	}
 	w.stats.LostRecords.Add(lost)
 	w.log.Warn("offset out of range; moving on", "offset", next, "log_start", oor.LogStart, "log_end", oor.LogEnd, "to", to, "lost_records", lost, "policy", w.oor)
 	w.reader.SetOffset(to)
-	w.batch.first = to
-	return to, nil
+	w.batch.first, w.next, w.cut = to, to, -1
+	return nil
 }
 
 // wait applies max_records_per_second.
