@@ -126,10 +126,15 @@ func (w *worker) loop(ctx context.Context) error {
 		if err := w.wait(ctx, len(msgs)); err != nil {
 			return w.stop()
 		}
+		ended := false
 		for i := range msgs {
 			m := &msgs[i]
 			if m.Offset < w.next {
 				continue // a retried fetch may return records already taken
+			}
+			if w.target >= 0 && m.Offset >= w.target {
+				ended = true // a replay's end, or the end seen at start: not one record more
+				break
 			}
 			if w.cut >= 0 && m.Offset > w.cut {
 				if err := w.flushCut(ctx); err != nil {
@@ -149,7 +154,11 @@ func (w *worker) loop(ctx context.Context) error {
 				}
 			}
 		}
-		w.next = max(w.next, w.reader.Offset())
+		if ended {
+			w.next = w.target
+		} else {
+			w.next = max(w.next, w.reader.Offset())
+		}
 		switch {
 		case w.cut >= 0 && w.next > w.cut:
 			if err := w.flushCut(ctx); err != nil {

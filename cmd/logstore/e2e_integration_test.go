@@ -369,3 +369,148 @@ func summaryOf(out string) string {
 	}
 	return tail(out, 10)
 }
+
+// TestE2EGracefulStop: SIGTERM flushes, commits and leaves the group; a
+// later run finishes the topic with every record exactly once.
+func TestE2EGracefulStop(t *testing.T) {
+	const n, partitions, badEvery = 240_000, 12, 100
+	topic := e2eTopic(t, partitions)
+	produceLogs(t, topic, n, partitions, badEvery)
+	dir := t.TempDir()
+	group := topic + "-g"
+	cfg := e2eConfig(t, topic, group, dir, 5000)
+	// Slow the reader down so SIGTERM lands mid-topic.
+	slow := strings.Replace(readFile(t, cfg), "  group: ", "  max_records_per_second: 40000\n  group: ", 1)
+	if err := os.WriteFile(cfg, []byte(slow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(logstoreBinary(t), "run", "-c", cfg)
+	cmd.Env = append(os.Environ(), "LOGSTORE_RACK=az-b")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * time.Second)
+	stopAt := time.Now()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	took := time.Since(stopAt)
+	if err != nil {
+		t.Fatalf("SIGTERM: %v\n%s", err, tail(out.String(), 30))
+	}
+	if took > 25*time.Second {
+		t.Errorf("stopping took %s, more than run.shutdown_timeout", took)
+	}
+	t.Logf("stopped %s after SIGTERM:\n%s", took.Round(time.Millisecond), summaryOf(out.String()))
+
+	client := &kafka.Client{Addr: kafka.TCP(strings.Split(bootstrap, ",")...), Timeout: 30 * time.Second}
+	ps := make([]int, partitions)
+	for i := range ps {
+		ps[i] = i
+	}
+	offsets, err := client.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: ps}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var committed int64
+	for _, p := range offsets.Topics[topic] {
+		if p.Metadata != "" {
+			t.Errorf("partition %d was left with a pending cut %q: the stop did not finish its batch", p.Partition, p.Metadata)
+		}
+		committed += max(p.CommittedOffset, 0)
+	}
+	v := verifyWithPyarrow(t, dir, nil)
+	if int64(v.Rows+v.DeadLetters) != committed {
+		t.Errorf("after the stop the files hold %d rows + %d dead letters, but %d offsets are committed", v.Rows, v.DeadLetters, committed)
+	}
+	if committed == 0 || committed == n {
+		t.Errorf("committed %d of %d: the stop should land mid-topic", committed, n)
+	}
+	groups, err := client.DescribeGroups(context.Background(), &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(groups.Groups) == 1 && len(groups.Groups[0].Members) != 0 {
+		t.Errorf("the member did not leave the group: %d members, state %s", len(groups.Groups[0].Members), groups.Groups[0].GroupState)
+	}
+	if st, out := runLogstore(t, cfg, "LOGSTORE_RACK=az-b"); !st.Success() {
+		t.Fatalf("finishing run: %v\n%s", st, tail(out, 30))
+	}
+	checkExactlyOnce(t, dir, n, partitions, badEvery)
+}
+
+// TestE2EReplayCaptureAndTimeRange: `logstore replay` keeps partitions and
+// timestamps; `run --from --to` reads just that range into its own prefix
+// and leaves the group's offsets alone.
+func TestE2EReplayCaptureAndTimeRange(t *testing.T) {
+	const n, partitions = 1200, 3
+	topic := e2eTopic(t, partitions)
+	capture := filepath.Join(t.TempDir(), "capture.jsonl")
+	f, err := os.Create(capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := pipeline.NewLogGen(7, e2eStart, 3*time.Second)
+	enc := json.NewEncoder(f)
+	for i := 0; i < n; i++ {
+		key, value, at := gen.Next()
+		_ = enc.Encode(map[string]any{"key": string(key), "value": string(value), "timestamp": at.Format(time.RFC3339Nano),
+			"headers": map[string]string{"i": strconv.Itoa(i)}, "partition": i % partitions})
+	}
+	f.Close()
+	dir := t.TempDir()
+	group := topic + "-g"
+	cfg := e2eConfig(t, topic, group, dir, 5000)
+	out, err := exec.Command(logstoreBinary(t), "replay", "-c", cfg, "--input", capture).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf("replayed %d records", n)) {
+		t.Fatalf("replay: %v\n%s", err, out)
+	}
+	from, to := e2eStart.Add(10*time.Minute), e2eStart.Add(20*time.Minute)
+	cmd := exec.Command(logstoreBinary(t), "run", "-c", cfg, "--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339))
+	cmd.Env = append(os.Environ(), "LOGSTORE_RACK=az-a")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("run --from --to: %v\n%s", err, tail(string(out), 30))
+	}
+	prefix := filepath.Join(dir, "replay", from.Format("20060102T150405Z")+"_"+to.Format("20060102T150405Z"))
+	v := verifyWithPyarrow(t, prefix, nil)
+	// Records every 3 s: [10 min, 20 min) holds records 200..399, record i
+	// in partition i % 3 at offset i / 3, as the capture said.
+	if v.Rows != 200 {
+		t.Errorf("the time range holds %d rows, want 200", v.Rows)
+	}
+	want := map[string]partStats{}
+	for i := 200; i < 400; i++ {
+		p, o := strconv.Itoa(i%partitions), i/partitions
+		s, ok := want[p]
+		if !ok {
+			s.Min = o
+		}
+		s.Count, s.Distinct, s.Sum, s.Max = s.Count+1, s.Distinct+1, s.Sum+int64(o), o
+		want[p] = s
+	}
+	for p, w := range want {
+		if got := v.Partitions[p]; got != w {
+			t.Errorf("partition %s holds %+v, want %+v", p, got, w)
+		}
+	}
+	client := &kafka.Client{Addr: kafka.TCP(strings.Split(bootstrap, ",")...), Timeout: 30 * time.Second}
+	offsets, err := client.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: {0, 1, 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range offsets.Topics[topic] {
+		if p.CommittedOffset >= 0 {
+			t.Errorf("a replay committed offset %d for partition %d; it must not touch the group", p.CommittedOffset, p.Partition)
+		}
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
