@@ -1,0 +1,121 @@
+"""The Spark Structured Streaming baseline for scripts/bench.
+
+The job logstore replaces, written the way teams write it: read a Kafka topic
+with trigger(availableNow=True), parse the JSON value with from_json into the
+columns of cmd/logstore/demo.yaml (without its `where` filter), and write
+zstd Parquet in dt=/hour= folders. Run it with spark-submit (scripts/bench
+does, with local[2], the spark-sql-kafka jars and the driver memory it
+reports). It prints one JSON line: the query's own time and row count.
+
+Spark sets one client.rack for every executor (SPARK-46798), so --rack only
+tells the brokers where this single local executor is.
+"""
+
+import argparse
+import json
+import time
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    DoubleType,
+    IntegerType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+# The value's shape; the names and types match demo.yaml's columns.
+LOG_SCHEMA = StructType(
+    [
+        StructField("ts", TimestampType()),
+        StructField("level", StringType()),
+        StructField("service", StringType()),
+        StructField("host", StringType()),
+        StructField("message", StringType()),
+        StructField(
+            "http",
+            StructType(
+                [
+                    StructField("method", StringType()),
+                    StructField("path", StringType()),
+                    StructField("status", IntegerType()),
+                    StructField("latency_ms", DoubleType()),
+                ]
+            ),
+        ),
+        StructField("labels", MapType(StringType(), StringType())),
+        StructField("trace_id", StringType()),
+    ]
+)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--brokers", required=True)
+    ap.add_argument("--topic", required=True)
+    ap.add_argument("--output", required=True, help="Parquet folder")
+    ap.add_argument("--checkpoint", required=True, help="checkpoint folder")
+    ap.add_argument("--rack", default="", help="kafka.client.rack for the (single) executor")
+    args = ap.parse_args()
+
+    spark = (
+        SparkSession.builder.appName("logstore-bench-baseline")
+        # logstore writes hour folders in UTC and ms timestamps.
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MILLIS")
+        .config("spark.sql.parquet.compression.codec", "zstd")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("WARN")
+
+    reader = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", args.brokers)
+        .option("subscribe", args.topic)
+        .option("startingOffsets", "earliest")
+    )
+    if args.rack:
+        reader = reader.option("kafka.client.rack", args.rack)
+    raw = reader.load()
+
+    j = F.from_json(F.col("value").cast("string"), LOG_SCHEMA).alias("j")
+    rows = raw.select(j, F.col("partition"), F.col("offset")).select(
+        F.col("j.ts").alias("ts"),
+        F.col("j.level").alias("level"),
+        F.col("j.service").alias("service"),
+        F.col("j.host").alias("host"),
+        F.col("j.message").alias("message"),
+        F.col("j.http.method").alias("method"),
+        F.col("j.http.path").alias("path"),
+        F.col("j.http.status").alias("status"),
+        F.col("j.http.latency_ms").alias("latency_ms"),
+        F.col("j.labels").alias("labels"),
+        F.col("j.trace_id").alias("trace_id"),
+        (F.col("j.http.status").isNotNull() & (F.col("j.http.status") >= 500)).alias("is_error"),
+        F.col("partition").alias("kafka_partition"),
+        F.col("offset").alias("kafka_offset"),
+        F.date_format("j.ts", "yyyy-MM-dd").alias("dt"),
+        F.date_format("j.ts", "HH").alias("hour"),
+    )
+
+    started = time.monotonic()
+    query = (
+        rows.writeStream.format("parquet")
+        .option("path", args.output)
+        .option("checkpointLocation", args.checkpoint)
+        .partitionBy("dt", "hour")
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    elapsed = time.monotonic() - started
+    records = sum(p.get("numInputRows", 0) for p in query.recentProgress)
+    print(json.dumps({"query_seconds": round(elapsed, 3), "input_rows": records, "batches": len(query.recentProgress)}))
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
