@@ -215,6 +215,9 @@ func (c *Config) Validate() error {
 	if (k.SASL.Mechanism == "plain" || strings.HasPrefix(k.SASL.Mechanism, "scram")) && k.SASL.Username == "" {
 		return keyErr("kafka.sasl.username", "mechanism %s needs a username (and a password, e.g. ${KAFKA_PASSWORD})", k.SASL.Mechanism)
 	}
+	if k.SASL.Mechanism == "aws-msk-iam" && !k.TLS.Enabled {
+		return keyErr("kafka.tls.enabled", "sasl.mechanism aws-msk-iam needs TLS (MSK's IAM listener, port 9098, only speaks TLS); set kafka.tls.enabled: true")
+	}
 	if err := oneOf("kafka.isolation", k.Isolation, "read_uncommitted", "read_committed"); err != nil {
 		return err
 	}

@@ -139,6 +139,9 @@ type PartitionReader struct {
 	offset int64
 	part   partitionState
 	known  bool // part is from metadata and not known to be stale
+	// epochMisses counts replica answers in a row that say the leader
+	// epoch moved; past a few, the replica is treated as failing.
+	epochMisses int
 
 	// replica is the preferred read replica (-1: none), followed until
 	// replicaUntil. leaderOnlyUntil is set when a replica failed: until then
@@ -331,7 +334,7 @@ func (r *PartitionReader) Fetch(ctx context.Context) (msgs []kafka.Message, high
 			if err != nil {
 				return nil, 0, err
 			}
-			r.failingSince, r.attempt = time.Time{}, 0
+			r.failingSince, r.attempt, r.epochMisses = time.Time{}, 0, 0
 			if next > r.offset {
 				r.offset = next
 			}
@@ -349,9 +352,17 @@ func (r *PartitionReader) Fetch(ctx context.Context) (msgs []kafka.Message, high
 			// leader epoch or no longer a replica answers with one of
 			// these; the leader knows better. OFFSET_OUT_OF_RANGE from a
 			// replica says nothing about the leader's log, so no reset yet.
-			if code == kafka.FencedLeaderEpoch {
-				r.known = false
+			if epochChanged(code) && r.epochMisses < 3 {
+				// The leadership moved (a broker restarted): the replica
+				// is fine, our metadata is not. Ask the new leader, with
+				// the rack, at once; a lease on a remote leader would
+				// read cross-zone for minutes after every restart.
+				r.epochMisses++
+				r.known, r.replica = false, -1
+				r.log.Info("preferred read replica is on another leader epoch; asking the leader again", "replica", broker, "err", code)
+				continue
 			}
+			r.known = r.known && !epochChanged(code)
 			r.fallBack(broker, code)
 
 		case code == kafka.OffsetOutOfRange:
@@ -695,6 +706,12 @@ func followerFallbackError(code kafka.Error) bool {
 		return true
 	}
 	return false
+}
+
+// epochChanged says a replica answered for another leader epoch, or is no
+// longer a replica: the partition's leadership moved.
+func epochChanged(code kafka.Error) bool {
+	return code == kafka.FencedLeaderEpoch || code == kafka.UnknownLeaderEpoch || code == kafka.NotLeaderForPartition
 }
 
 // leaderRetryError lists the fetch errors from a leader that a metadata

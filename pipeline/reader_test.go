@@ -437,11 +437,13 @@ func TestReaderWithoutRackReadsFromLeader(t *testing.T) {
 // names, and checks that the reader reads on from the leader without losing
 // or repeating a record, then returns to the replica after the lease.
 func TestReaderFallsBackToLeader(t *testing.T) {
-	failures := []struct {
-		name string
-		fail func(req *kmsg.FetchRequest) (kmsg.Response, error, bool)
-	}{
-		{"connection lost", func(*kmsg.FetchRequest) (kmsg.Response, error, bool) {
+	type failure struct {
+		name  string
+		epoch bool // the answer says the leader epoch moved
+		fail  func(req *kmsg.FetchRequest) (kmsg.Response, error, bool)
+	}
+	failures := []failure{
+		{"connection lost", false, func(*kmsg.FetchRequest) (kmsg.Response, error, bool) {
 			return nil, errors.New("hang up"), true
 		}},
 	}
@@ -449,10 +451,7 @@ func TestReaderFallsBackToLeader(t *testing.T) {
 		int16(kafka.OffsetOutOfRange), int16(kafka.NotLeaderForPartition), int16(kafka.ReplicaNotAvailable),
 		int16(kafka.FencedLeaderEpoch), int16(kafka.UnknownLeaderEpoch), int16(kafka.OffsetNotAvailable),
 	} {
-		failures = append(failures, struct {
-			name string
-			fail func(req *kmsg.FetchRequest) (kmsg.Response, error, bool)
-		}{fmt.Sprintf("error %d", code), func(req *kmsg.FetchRequest) (kmsg.Response, error, bool) {
+		failures = append(failures, failure{fmt.Sprintf("error %d", code), epochChanged(kafka.Error(code)), func(req *kmsg.FetchRequest) (kmsg.Response, error, bool) {
 			return partitionAnswer(req, func(rp *kmsg.FetchResponseTopicPartition) { rp.ErrorCode = code }), nil, true
 		}})
 	}
@@ -498,8 +497,14 @@ func TestReaderFallsBackToLeader(t *testing.T) {
 			if len(fellBack) > 0 && fellBack[0] == (spiedFetch{leader, "az-b"}) {
 				fellBack = fellBack[1:]
 			}
-			if len(fellBack) < 2 || fellBack[0].node != follower || fellBack[1] != (spiedFetch{leader, ""}) {
-				t.Fatalf("after the failure: fetches %v; want follower %d, then leader %d without the rack", fellBack, follower, leader)
+			// A leader-epoch answer means the leadership moved, not that
+			// the replica failed: the leader is asked again with the rack.
+			wantRack := ""
+			if tc.epoch {
+				wantRack = "az-b"
+			}
+			if len(fellBack) < 2 || fellBack[0].node != follower || fellBack[1] != (spiedFetch{leader, wantRack}) {
+				t.Fatalf("after the failure: fetches %v; want follower %d, then leader %d with rack %q", fellBack, follower, leader, wantRack)
 			}
 			if len(back) < 2 || back[0] != (spiedFetch{leader, "az-b"}) || back[len(back)-1].node != follower {
 				t.Fatalf("after the lease: fetches %v; want leader %d with the rack, then follower %d", back, leader, follower)

@@ -169,7 +169,8 @@ func followerFetching(ctx context.Context, conn *Conn, setting string, log *slog
 		return false
 	}
 	for _, e := range resp.Resources[0].ConfigEntries {
-		if e.ConfigName == "replica.selector.class" && e.ConfigValue != "" {
+		// LeaderSelector is the broker default: leader-only, like no selector.
+		if e.ConfigName == "replica.selector.class" && e.ConfigValue != "" && !strings.HasSuffix(e.ConfigValue, ".LeaderSelector") {
 			log.Info("follower fetching on", "replica.selector.class", e.ConfigValue)
 			return true
 		}
@@ -250,8 +251,17 @@ func (j *Job) runGroup(ctx context.Context, mode Mode) error {
 			done <- result{reached, err}
 		})
 		r := <-done
-		if r.err != nil && !errors.Is(r.err, errFenced) {
+		switch {
+		case r.err == nil, errors.Is(r.err, errFenced):
+		case errors.As(r.err, new(errFatal)):
 			return r.err
+		default:
+			// Anything else is transient (a broker restart, a coordinator
+			// move): rejoin and start again from the commits.
+			j.log.Warn("generation ended with an error; rejoining the group", "err", r.err)
+			if !sleep(ctx, time.Second) {
+				return nil
+			}
 		}
 		if ctx.Err() != nil || (mode.UntilNow && r.reached) {
 			return nil
@@ -272,37 +282,12 @@ func (j *Job) runPartitions(ctx, gctx context.Context, assigned map[string][]int
 		case <-wctx.Done():
 		}
 	}()
-	var positions map[string]map[int]position
-	if _, ok := commit.(noCommit); !ok {
-		if positions, err = fetchPositions(wctx, j.conn.Client, j.cfg.Kafka.Group, assigned); err != nil {
-			return false, err
+	starts, err := j.prepare(wctx, assigned, commit, targets, mode)
+	if err != nil {
+		if wctx.Err() != nil {
+			return false, nil // the generation ended while it was being set up
 		}
-	}
-	type start struct {
-		w   *worker
-		pos position
-	}
-	var starts []start
-	for topic, ps := range assigned {
-		offsets, err := j.starts(wctx, topic, ps, positions[topic], mode)
-		if err != nil {
-			return false, err
-		}
-		for _, p := range ps {
-			pos := position{Offset: offsets[p], Cut: -1}
-			if got, ok := positions[topic][p]; ok && got.Offset >= 0 {
-				pos = got
-			}
-			target := int64(-1)
-			if targets != nil {
-				target = targets[topic][p]
-			}
-			w, err := j.newWorker(topic, p, commit, target, mode.Prefix)
-			if err != nil {
-				return false, err
-			}
-			starts = append(starts, start{w, pos})
-		}
+		return false, err
 	}
 	g, gctx2 := errgroup.WithContext(wctx)
 	for _, s := range starts {
@@ -320,6 +305,45 @@ func (j *Job) runPartitions(ctx, gctx context.Context, assigned map[string][]int
 		}
 	}
 	return true, nil
+}
+
+// start is a worker and where it begins.
+type start struct {
+	w   *worker
+	pos position
+}
+
+// prepare reads the group's positions and makes a worker per partition.
+func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit committer, targets map[string]map[int]int64, mode Mode) ([]start, error) {
+	var positions map[string]map[int]position
+	if _, ok := commit.(noCommit); !ok {
+		var err error
+		if positions, err = fetchPositions(ctx, j.conn.Client, j.cfg.Kafka.Group, assigned); err != nil {
+			return nil, err
+		}
+	}
+	var starts []start
+	for topic, ps := range assigned {
+		offsets, err := j.starts(ctx, topic, ps, positions[topic], mode)
+		if err != nil {
+			for _, s := range starts {
+				s.w.reader.Close()
+			}
+			return nil, err
+		}
+		for _, p := range ps {
+			pos := position{Offset: offsets[p], Cut: -1}
+			if got, ok := positions[topic][p]; ok && got.Offset >= 0 {
+				pos = got
+			}
+			target := int64(-1)
+			if targets != nil {
+				target = targets[topic][p]
+			}
+			starts = append(starts, start{j.newWorker(topic, p, commit, target, mode.Prefix), pos})
+		}
+	}
+	return starts, nil
 }
 
 // starts resolves where partitions with no commit begin.
@@ -394,7 +418,7 @@ func (j *Job) runReplay(ctx context.Context, mode Mode) error {
 	return err
 }
 
-func (j *Job) newWorker(topic string, partition int, commit committer, target int64, prefix string) (*worker, error) {
+func (j *Job) newWorker(topic string, partition int, commit committer, target int64, prefix string) *worker {
 	k := j.cfg.Kafka
 	log := j.log.With("topic", topic, "partition", partition)
 	reader := NewPartitionReader(ReaderConfig{
@@ -417,7 +441,7 @@ func (j *Job) newWorker(topic string, partition int, commit committer, target in
 		sinks: j.sinks, dead: j.dead, onError: j.cfg.DeadLetter.OnError, oor: k.OnOffsetOutOfRange,
 		limits: j.cfg.Batch, budget: j.budget, limiter: j.limiter, stats: j.stats, prefix: prefix,
 		target: target, flushWait: j.cfg.Run.ShutdownTimeout, log: log,
-	}, nil
+	}
 }
 
 // progress logs a line every run.progress_interval.

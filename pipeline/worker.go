@@ -271,7 +271,7 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 		return nil
 	}
 	if len(b.rows) > 0 || len(b.dead) > 0 {
-		if err := w.commit.commit(ctx, w.topic, w.partition, b.first, cutPrefix+strconv.FormatInt(last, 10)); err != nil {
+		if err := w.commitRetrying(ctx, b.first, cutPrefix+strconv.FormatInt(last, 10)); err != nil {
 			return err
 		}
 		sink.Failpoint(sink.FailMarked)
@@ -280,7 +280,7 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 		}
 		sink.Failpoint(sink.FailDelivered)
 	}
-	if err := w.commit.commit(ctx, w.topic, w.partition, last+1, ""); err != nil {
+	if err := w.commitRetrying(ctx, last+1, ""); err != nil {
 		return err
 	}
 	w.stats.Batches.Add(1)
@@ -291,6 +291,16 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 	w.budget.release(b.bytes)
 	*b = openBatch{first: last + 1, opened: time.Now()}
 	return nil
+}
+
+// commitRetrying commits until the coordinator takes it or refuses this
+// member: a lost connection or a moving coordinator (a broker restart —
+// kafka-go looks the coordinator up afresh for every commit) is waited out,
+// a fence is final.
+func (w *worker) commitRetrying(ctx context.Context, offset int64, metadata string) error {
+	return retry(ctx, w.log, "committing offset "+strconv.FormatInt(offset, 10), func() error {
+		return w.commit.commit(ctx, w.topic, w.partition, offset, metadata)
+	})
 }
 
 // deliver hands the batch to every sink and the dead letters to every
