@@ -34,13 +34,9 @@ type deadBatch struct {
 	Letters     []DeadLetter
 }
 
-// Dead-letter record headers on the Kafka destination.
-const (
-	headerError           = "logstore.error"
-	headerSourceTopic     = "logstore.source.topic"
-	headerSourcePartition = "logstore.source.partition"
-	headerSourceOffset    = "logstore.source.offset"
-)
+// headerError carries a dead letter's reason on the Kafka destination; the
+// source position travels in the same headers as the Kafka sink's output.
+const headerError = "logstore.error"
 
 // kafkaDeadLetters produces each dead letter, original key and value, to a
 // topic; the reason and the source position travel in headers. Guarantee: at
@@ -71,9 +67,9 @@ func (k *kafkaDeadLetters) writeDeadLetters(ctx context.Context, b *deadBatch) e
 		headers = append(headers, r.Headers...)
 		headers = append(headers,
 			kafka.Header{Key: headerError, Value: []byte(dl.Reason)},
-			kafka.Header{Key: headerSourceTopic, Value: []byte(r.Topic)},
-			kafka.Header{Key: headerSourcePartition, Value: []byte(strconv.Itoa(r.Partition))},
-			kafka.Header{Key: headerSourceOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
+			kafka.Header{Key: sink.HeaderSourceTopic, Value: []byte(r.Topic)},
+			kafka.Header{Key: sink.HeaderSourcePartition, Value: []byte(strconv.Itoa(r.Partition))},
+			kafka.Header{Key: sink.HeaderSourceOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
 		)
 		msgs[i] = kafka.Message{Key: r.Key, Value: r.Value, Headers: headers, Time: r.Time}
 	}

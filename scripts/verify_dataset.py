@@ -2,7 +2,7 @@
 """Reads a logstore output folder with pyarrow, an independent reader, and
 prints what it holds as JSON, so a test can check exactly-once delivery.
 
-    scripts/verify_dataset.py DIR [--sample P:O,P:O,...]
+    scripts/verify_dataset.py DIR|s3://BUCKET/PREFIX [--sample P:O,P:O,...]
 
 Rows are the Hive-partitioned Parquet files under DIR (folders starting with
 _ or . are skipped, as Spark and Trino skip them); dead letters are the files
@@ -10,7 +10,8 @@ under DIR/_errors/. For each, per source partition: the row count, the number
 of distinct offsets, their sum, min and max (from the kafka_partition and
 kafka_offset columns of rows, and the partition and offset columns of dead
 letters). --sample prints the rows at those positions. Any pyarrow warning
-is an error.
+is an error. For s3:// the endpoint and credentials come from the standard
+AWS_ENDPOINT_URL_S3, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION.
 """
 import datetime
 import json
@@ -20,6 +21,7 @@ import warnings
 
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.fs as pafs
 
 warnings.simplefilter("error")
 
@@ -44,17 +46,35 @@ def plain(v):
     return v
 
 
+def filesystem(root):
+    """The filesystem and the path in it for a folder or an s3:// URL."""
+    if not root.startswith("s3://"):
+        return None, root
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3", "")
+    scheme = "http" if endpoint.startswith("http://") else "https"
+    fs = pafs.S3FileSystem(access_key=os.environ.get("AWS_ACCESS_KEY_ID"), secret_key=os.environ.get("AWS_SECRET_ACCESS_KEY"),
+                           region=os.environ.get("AWS_REGION", "us-east-1"), scheme=scheme,
+                           endpoint_override=endpoint.split("://", 1)[-1] or None)
+    return fs, root[len("s3://"):]
+
+
+def isdir(fs, path):
+    if fs is None:
+        return os.path.isdir(path)
+    return fs.get_file_info(path).type == pafs.FileType.Directory
+
+
 def main():
-    root = sys.argv[1]
+    fs, root = filesystem(sys.argv[1])
     sample = []
     if len(sys.argv) > 3 and sys.argv[2] == "--sample":
         sample = [tuple(int(x) for x in s.split(":")) for s in sys.argv[3].split(",") if s]
-    rows = ds.dataset(root, format="parquet", partitioning="hive", ignore_prefixes=["_", "."]).to_table()
+    rows = ds.dataset(root, filesystem=fs, format="parquet", partitioning="hive", ignore_prefixes=["_", "."]).to_table()
     result = {"rows": rows.num_rows, "schema": {f.name: str(f.type) for f in rows.schema},
               "partitions": summarize(rows, "kafka_partition", "kafka_offset")}
-    errdir = os.path.join(root, "_errors")
-    if os.path.isdir(errdir):
-        dl = ds.dataset(errdir, format="parquet").to_table()
+    errdir = root.rstrip("/") + "/_errors"
+    if isdir(fs, errdir):
+        dl = ds.dataset(errdir, filesystem=fs, format="parquet").to_table()
         result["dead_letters"] = dl.num_rows
         result["dead_letter_partitions"] = summarize(dl, "partition", "offset")
         result["dead_letter_reasons"] = sorted(set(r.split(":")[0] for r in dl.column("reason").to_pylist()))[:20]

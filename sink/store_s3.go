@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -95,12 +96,15 @@ func (s *S3Store) String() string { return "s3://" + s.bucket }
 // one to two minutes, which rides out a restart of the S3 endpoint.
 type doublingBackoff struct{ max time.Duration }
 
-func (b doublingBackoff) BackoffDelay(attempt int, _ error) (time.Duration, error) {
+func (b doublingBackoff) BackoffDelay(attempt int, err error) (time.Duration, error) {
 	d := b.max
 	if attempt >= 1 && attempt < 30 {
 		d = min(time.Second<<(attempt-1), b.max)
 	}
-	return d/2 + rand.N(d/2+1), nil
+	d = d/2 + rand.N(d/2+1)
+	// The SDK retries silently; an outage must show in the log.
+	slog.Warn("s3: request failed; retrying", "attempt", attempt, "backoff", d.Round(time.Millisecond), "err", err)
+	return d, nil
 }
 
 func (s *S3Store) checksum() types.ChecksumAlgorithm {

@@ -104,8 +104,12 @@ func newLogger(c pipeline.LogConfig, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.Level))
 	opts := &slog.HandlerOptions{Level: level}
+	var log *slog.Logger
 	if c.Format == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
+		log = slog.New(slog.NewTextHandler(w, opts))
+	} else {
+		log = slog.New(slog.NewJSONHandler(w, opts))
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	slog.SetDefault(log) // for the libraries' own warnings (S3 retries)
+	return log
 }
