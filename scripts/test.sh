@@ -19,6 +19,12 @@ cleanup() {
   for ((i = ${#started[@]} - 1; i >= 0; i--)); do
     bash "$here/${started[i]}" stop || true
   done
+  # Nothing of ours may outlive the run.
+  if pgrep -f "$LOGSTORE_STATE/" >/dev/null; then
+    echo "test: processes left running under $LOGSTORE_STATE:" >&2
+    pgrep -af "$LOGSTORE_STATE/" >&2
+    rc=1
+  fi
   exit "$rc"
 }
 trap cleanup EXIT INT TERM
@@ -26,6 +32,7 @@ trap cleanup EXIT INT TERM
 if ! bash "$here/kafka-cluster.sh" status >/dev/null 2>&1; then
   started+=(kafka-cluster.sh)
   bash "$here/kafka-cluster.sh" start
+  bash "$here/kafka-cluster.sh" start # idempotent: says so and returns at once
 fi
 if ! bash "$here/s3-server.sh" status >/dev/null 2>&1; then
   started+=(s3-server.sh)
