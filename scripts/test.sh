@@ -19,12 +19,17 @@ cleanup() {
   for ((i = ${#started[@]} - 1; i >= 0; i--)); do
     bash "$here/${started[i]}" stop || true
   done
-  # Nothing of ours may outlive the run.
-  if pgrep -f "$LOGSTORE_STATE/" >/dev/null; then
-    echo "test: processes left running under $LOGSTORE_STATE:" >&2
-    pgrep -af "$LOGSTORE_STATE/" >&2
-    rc=1
-  fi
+  # Nothing the run started may outlive it (the tests start and stop their
+  # own IMDS mocks).
+  local dirs=(imds) svc
+  for svc in "${started[@]}"; do dirs+=("${svc%%-*}"); done # kafka-cluster.sh → kafka
+  for svc in "${dirs[@]}"; do
+    if pgrep -f "$LOGSTORE_STATE/$svc" >/dev/null; then
+      echo "test: processes left running under $LOGSTORE_STATE/$svc:" >&2
+      pgrep -af "$LOGSTORE_STATE/$svc" >&2
+      rc=1
+    fi
+  done
   exit "$rc"
 }
 trap cleanup EXIT INT TERM
