@@ -171,7 +171,7 @@ func (c *Config) SetDefaults() {
 	setDefault(&c.Batch.MaxRows, 500_000)
 	setDefault(&c.Batch.MaxBytes, 128<<20)
 	setDefault(&c.Batch.MaxAge, 5*time.Minute)
-	setDefault(&c.Batch.MemoryBudget, 1<<30)
+	setDefault(&c.Batch.MemoryBudget, 256<<20)
 	c.Sinks.SetDefaults()
 	if c.DeadLetter.OnError == "" {
 		c.DeadLetter.OnError = "dead_letter"

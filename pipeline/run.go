@@ -441,6 +441,7 @@ func (j *Job) newWorker(topic string, partition int, commit committer, target in
 		sinks: j.sinks, dead: j.dead, onError: j.cfg.DeadLetter.OnError, oor: k.OnOffsetOutOfRange,
 		limits: j.cfg.Batch, budget: j.budget, limiter: j.limiter, stats: j.stats, prefix: prefix,
 		target: target, flushWait: j.cfg.Run.ShutdownTimeout, log: log,
+		originals: j.cfg.Sinks.Kafka != nil && j.cfg.Sinks.Kafka.Value == "original", columns: len(j.decoder.Schema().Fields),
 	}
 }
 

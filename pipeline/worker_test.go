@@ -236,7 +236,7 @@ func TestWorkerOffsetOutOfRange(t *testing.T) {
 func TestWorkerBudgetCutsEarly(t *testing.T) {
 	log := &fakeLog{values: logValues(10, nil, nil), perFetch: 10}
 	w, _, s, _ := testWorker(t, log, 100, "dead_letter")
-	w.budget = newBudget(3 * recordCost(&kafka.Message{Value: []byte(`{"n": 0}`)}))
+	w.budget = newBudget(3 * w.recordCost(&kafka.Message{Value: []byte(`{"n": 0}`)}))
 	if err := w.run(context.Background(), position{0, -1}); err != nil {
 		t.Fatal(err)
 	}

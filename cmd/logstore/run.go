@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -85,6 +86,11 @@ func runJob(ctx context.Context, cfg *pipeline.Config, mode pipeline.Mode, deps 
 		deps.Log.Error("second signal: exiting now; uncommitted batches will be re-read")
 		os.Exit(exitRuntime)
 	}()
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// A soft limit above the batches' budget keeps the garbage
+		// collector from letting the heap double past it (GOGC's default).
+		debug.SetMemoryLimit(2*cfg.Batch.MemoryBudget + 512<<20)
+	}
 	job, err := pipeline.NewJob(ctx, cfg, deps)
 	if err != nil {
 		return err

@@ -1,0 +1,73 @@
+package pipeline
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/logstore/logstore/sink"
+)
+
+// TestRecordCostCoversTheHeap keeps batch.memory_budget honest: the
+// per-record estimate must cover what a decoded row really holds on the heap,
+// without overstating it so much that the budget wastes memory.
+func TestRecordCostCoversTheHeap(t *testing.T) {
+	var sc struct{ Schema SchemaConfig }
+	raw := `schema:
+  columns:
+    - {name: ts, type: timestamp, unit: ms, required: true}
+    - {name: level, type: string, required: true}
+    - {name: service, type: string, required: true}
+    - {name: host, type: string}
+    - {name: message, type: string}
+    - {name: method, type: string, source: http.method}
+    - {name: path, type: string, source: http.path}
+    - {name: status, type: int32, source: http.status}
+    - {name: latency_ms, type: float64, source: http.latency_ms}
+    - {name: labels, type: "map<string,string>"}
+    - {name: trace_id, type: string}
+    - {name: is_error, type: bool, expr: 'status != null && status >= 500'}
+    - {name: kafka_partition, type: int32, source: kafka.partition}
+    - {name: kafka_offset, type: int64, source: kafka.offset}
+`
+	if err := yaml.Unmarshal([]byte(raw), &sc); err != nil {
+		t.Fatal(err)
+	}
+	sc.Schema.SetDefaults()
+	dec, err := NewDecoder(sc.Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &worker{columns: len(dec.Schema().Fields)}
+	gen := NewLogGen(1, time.Now(), time.Millisecond)
+	const n = 200000
+	rows := make([]sink.Row, 0, n)
+	srcs := make([]sink.Source, 0, n)
+	var cost int64
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := 0; i < n; i++ {
+		_, v, at := gen.Next()
+		m := kafka.Message{Value: append([]byte(nil), v...), Offset: int64(i), Time: at}
+		r, _, err := dec.Decode(&m, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, r)
+		srcs = append(srcs, sink.Source{Offset: m.Offset, Timestamp: m.Time})
+		cost += w.recordCost(&m)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	held := int64(after.HeapAlloc-before.HeapAlloc) / n
+	t.Logf("heap held %d B/record, estimate %d B/record", held, cost/n)
+	if est := cost / n; est < held || est > 3*held/2 {
+		t.Errorf("the estimate %d B/record should be between the held %d B and 1.5× that", est, held)
+	}
+	runtime.KeepAlive(rows)
+	runtime.KeepAlive(srcs)
+}
