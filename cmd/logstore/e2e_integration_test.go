@@ -404,17 +404,8 @@ func TestE2EGracefulStop(t *testing.T) {
 	}
 	t.Logf("stopped %s after SIGTERM:\n%s", took.Round(time.Millisecond), summaryOf(out.String()))
 
-	client := &kafka.Client{Addr: kafka.TCP(strings.Split(bootstrap, ",")...), Timeout: 30 * time.Second}
-	ps := make([]int, partitions)
-	for i := range ps {
-		ps[i] = i
-	}
-	offsets, err := client.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: ps}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var committed int64
-	for _, p := range offsets.Topics[topic] {
+	for _, p := range groupOffsets(t, group, topic, partitions) {
 		if p.Metadata != "" {
 			t.Errorf("partition %d was left with a pending cut %q: the stop did not finish its batch", p.Partition, p.Metadata)
 		}
@@ -427,6 +418,7 @@ func TestE2EGracefulStop(t *testing.T) {
 	if committed == 0 || committed == n {
 		t.Errorf("committed %d of %d: the stop should land mid-topic", committed, n)
 	}
+	client := &kafka.Client{Addr: kafka.TCP(strings.Split(bootstrap, ",")...), Timeout: 30 * time.Second}
 	groups, err := client.DescribeGroups(context.Background(), &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
 	if err != nil {
 		t.Fatal(err)
@@ -494,16 +486,26 @@ func TestE2EReplayCaptureAndTimeRange(t *testing.T) {
 			t.Errorf("partition %s holds %+v, want %+v", p, got, w)
 		}
 	}
-	client := &kafka.Client{Addr: kafka.TCP(strings.Split(bootstrap, ",")...), Timeout: 30 * time.Second}
-	offsets, err := client.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: {0, 1, 2}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range offsets.Topics[topic] {
+	for _, p := range groupOffsets(t, group, topic, partitions) {
 		if p.CommittedOffset >= 0 {
 			t.Errorf("a replay committed offset %d for partition %d; it must not touch the group", p.CommittedOffset, p.Partition)
 		}
 	}
+}
+
+// groupOffsets reads a group's commits for partitions 0..n-1 of topic.
+func groupOffsets(t *testing.T, group, topic string, partitions int) []kafka.OffsetFetchPartition {
+	t.Helper()
+	client := &kafka.Client{Addr: kafka.TCP(strings.Split(bootstrap, ",")...), Timeout: 30 * time.Second}
+	ps := make([]int, partitions)
+	for i := range ps {
+		ps[i] = i
+	}
+	resp, err := client.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: ps}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Topics[topic]
 }
 
 func readFile(t *testing.T, path string) string {

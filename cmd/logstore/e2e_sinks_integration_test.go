@@ -59,17 +59,8 @@ func s3Server(t *testing.T, verb string) {
 // committedTotal sums a group's committed offsets over a topic.
 func committedTotal(t *testing.T, group, topic string, partitions int) int64 {
 	t.Helper()
-	client := &kafka.Client{Addr: kafka.TCP(strings.Split(bootstrap, ",")...), Timeout: 10 * time.Second}
-	ps := make([]int, partitions)
-	for i := range ps {
-		ps[i] = i
-	}
-	resp, err := client.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: ps}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var sum int64
-	for _, p := range resp.Topics[topic] {
+	for _, p := range groupOffsets(t, group, topic, partitions) {
 		sum += max(p.CommittedOffset, 0)
 	}
 	return sum
