@@ -314,7 +314,6 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 	w.stats.Batches.Add(1)
 	w.stats.Rows.Add(int64(len(b.rows)))
 	w.stats.DeadLetters.Add(int64(len(b.dead)))
-	w.stats.committed(w.topic, w.partition, last+1)
 	w.log.Debug("batch committed", "first", b.first, "last", last, "rows", len(b.rows), "dead_letters", len(b.dead))
 	w.budget.release(b.bytes)
 	*b = openBatch{first: last + 1, opened: time.Now()}
