@@ -54,6 +54,7 @@ type worker struct {
 	next    int64 // the next offset to take
 	cut     int64 // a pending re-cut b, or -1
 	reached bool  // the target was reached and committed
+	slab    []any // storage for the next rows
 }
 
 // openBatch is the records read since the last cut.
@@ -253,7 +254,12 @@ func (w *worker) recordCost(m *kafka.Message) int64 {
 // take decodes one record into the open batch, or makes it a dead letter.
 func (w *worker) take(m *kafka.Message) error {
 	w.stats.Records.Add(1)
-	row, keep, err := w.decoder.Decode(m, nil)
+	if len(w.slab) < w.columns {
+		// Rows are cut from a shared block: one allocation per 256 rows
+		// instead of one per row.
+		w.slab = make([]any, 256*w.columns)
+	}
+	row, keep, err := w.decoder.Decode(m, w.slab[:w.columns:w.columns])
 	b := &w.batch
 	if err != nil {
 		switch w.onError {
@@ -271,6 +277,7 @@ func (w *worker) take(m *kafka.Message) error {
 		return nil
 	}
 	b.rows = append(b.rows, row)
+	w.slab = w.slab[w.columns:]
 	src := sink.Source{Offset: m.Offset, Timestamp: m.Time}
 	if w.originals {
 		src.Key, src.Value = m.Key, m.Value

@@ -102,7 +102,7 @@ func testWorker(t *testing.T, log *fakeLog, maxRows int, onError string) (*worke
 	}
 	c, s, d := &fakeCommitter{}, &fakeSink{}, &fakeDead{}
 	return &worker{
-		topic: "t", reader: log, decoder: dec, commit: c, sinks: []sink.Sink{s}, dead: []deadLetterWriter{d},
+		topic: "t", reader: log, decoder: dec, columns: len(dec.Schema().Fields), commit: c, sinks: []sink.Sink{s}, dead: []deadLetterWriter{d},
 		onError: onError, oor: "fail", limits: BatchConfig{MaxRows: maxRows, MaxBytes: 1 << 30, MaxAge: time.Hour},
 		budget: newBudget(1 << 30), stats: newStats(), target: int64(len(log.values)), flushWait: time.Second,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)),
