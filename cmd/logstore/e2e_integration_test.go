@@ -391,7 +391,13 @@ func TestE2EGracefulStop(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(4 * time.Second)
+	// Stop once the first batches are committed, well before the end.
+	for deadline := time.Now().Add(30 * time.Second); committedTotal(t, group, topic, partitions) == 0; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing committed in 30 s:\n%s", tail(out.String(), 20))
+		}
+	}
+	time.Sleep(time.Second)
 	stopAt := time.Now()
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	err := cmd.Wait()
