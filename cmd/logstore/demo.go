@@ -50,6 +50,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	fmt.Fprintf(stdout, "demo: produced in %s; running the pipeline with --until now into %s\n", time.Since(start).Round(time.Millisecond), loc)
+	fmt.Fprintln(stdout, "demo: the embedded Kafka has no zones, so this run reads rack-blind; scripts/kafka-cluster.sh runs three brokers in three racks to see zone-local reads")
 
 	os.Setenv("LOGSTORE_DEMO_BROKERS", strings.Join(brokers, ","))
 	os.Setenv("LOGSTORE_DEMO_OUTPUT", loc.String())
