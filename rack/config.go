@@ -36,24 +36,12 @@ func (c *Config) SetDefaults() {
 	if len(c.Providers) == 0 {
 		c.Providers = append([]string(nil), DefaultProviders...)
 	}
-	if c.ProviderTimeout == 0 {
-		c.ProviderTimeout = 2 * time.Second
-	}
-	if c.Budget == 0 {
-		c.Budget = 5 * time.Second
-	}
-	if c.Match == "" {
-		c.Match = "auto"
-	}
-	if c.LabelsFile == "" {
-		c.LabelsFile = "/etc/podinfo/labels"
-	}
-	if c.FollowerFetching == "" {
-		c.FollowerFetching = "auto"
-	}
-	if c.Balancer == "" {
-		c.Balancer = "rack-aware"
-	}
+	setDefault(&c.ProviderTimeout, 2*time.Second)
+	setDefault(&c.Budget, 5*time.Second)
+	setDefault(&c.Match, "auto")
+	setDefault(&c.LabelsFile, "/etc/podinfo/labels")
+	setDefault(&c.FollowerFetching, "auto")
+	setDefault(&c.Balancer, "rack-aware")
 }
 
 // Validate checks the section; errors name the key below `rack`.
@@ -99,4 +87,12 @@ func (e *KeyError) ConfigKey() string { return e.Key }
 
 func keyErr(key, format string, args ...any) error {
 	return &KeyError{Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+// setDefault sets *p to v when it holds its zero value.
+func setDefault[T comparable](p *T, v T) {
+	var zero T
+	if *p == zero {
+		*p = v
+	}
 }

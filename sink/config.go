@@ -137,12 +137,8 @@ func DefaultSpoolDir() string { return filepath.Join(os.TempDir(), "logstore-spo
 // SetDefaults fills the zero fields.
 func (c *Config) SetDefaults() {
 	if f := c.Files; f != nil {
-		if f.MaxFileBytes == 0 {
-			f.MaxFileBytes = 512 * mib
-		}
-		if f.SpoolDir == "" {
-			f.SpoolDir = DefaultSpoolDir()
-		}
+		setDefault(&f.MaxFileBytes, 512*mib)
+		setDefault(&f.SpoolDir, DefaultSpoolDir())
 		for i := range f.PartitionBy {
 			if f.PartitionBy[i].Name == "" {
 				f.PartitionBy[i].Name = f.PartitionBy[i].Column
@@ -169,81 +165,41 @@ func (c *Config) SetDefaults() {
 }
 
 func (p *ParquetConfig) setDefaults() {
-	if p.Compression == "" {
-		p.Compression = "zstd"
-	}
-	if p.RowGroupRows == 0 {
-		p.RowGroupRows = 1_000_000
-	}
-	if p.RowGroupBytes == 0 {
-		p.RowGroupBytes = 64 * mib
-	}
-	if p.PageBytes == 0 {
-		p.PageBytes = 1 * mib
-	}
+	setDefault(&p.Compression, "zstd")
+	setDefault(&p.RowGroupRows, 1_000_000)
+	setDefault(&p.RowGroupBytes, 64*mib)
+	setDefault(&p.PageBytes, 1*mib)
 	if p.Dictionary == nil {
 		p.Dictionary = ptr(true)
 	}
-	if p.DictionaryMaxBytes == 0 {
-		p.DictionaryMaxBytes = 1 * mib
-	}
-	if p.DataPageVersion == 0 {
-		p.DataPageVersion = 1
-	}
+	setDefault(&p.DictionaryMaxBytes, 1*mib)
+	setDefault(&p.DataPageVersion, 1)
 }
 
 func (s *S3Config) setDefaults() {
 	if s.PathStyle == nil {
 		s.PathStyle = ptr(s.Endpoint != "" || envEndpoint() != "")
 	}
-	if s.PartBytes == 0 {
-		s.PartBytes = 16 * mib
-	}
-	if s.PartConcurrency == 0 {
-		s.PartConcurrency = 4
-	}
-	if s.Checksum == "" {
-		s.Checksum = "crc32"
-	}
-	if s.SSE == "" {
-		s.SSE = "none"
-	}
-	if s.StorageClass == "" {
-		s.StorageClass = "STANDARD"
-	}
-	if s.MaxAttempts == 0 {
-		s.MaxAttempts = 10
-	}
-	if s.MaxBackoff == 0 {
-		s.MaxBackoff = 20 * time.Second
-	}
+	setDefault(&s.PartBytes, 16*mib)
+	setDefault(&s.PartConcurrency, 4)
+	setDefault(&s.Checksum, "crc32")
+	setDefault(&s.SSE, "none")
+	setDefault(&s.StorageClass, "STANDARD")
+	setDefault(&s.MaxAttempts, 10)
+	setDefault(&s.MaxBackoff, 20*time.Second)
 	if s.Preflight == nil {
 		s.Preflight = ptr(true)
 	}
 }
 
 func (k *KafkaConfig) setDefaults() {
-	if k.Value == "" {
-		k.Value = "json"
-	}
-	if k.Compression == "" {
-		k.Compression = "lz4"
-	}
-	if k.BatchSize == 0 {
-		k.BatchSize = 1000
-	}
-	if k.BatchBytes == 0 {
-		k.BatchBytes = 1 * mib
-	}
-	if k.BatchTimeout == 0 {
-		k.BatchTimeout = 50 * time.Millisecond
-	}
-	if k.MaxAttempts == 0 {
-		k.MaxAttempts = 10
-	}
-	if k.WriteTimeout == 0 {
-		k.WriteTimeout = 10 * time.Second
-	}
+	setDefault(&k.Value, "json")
+	setDefault(&k.Compression, "lz4")
+	setDefault(&k.BatchSize, 1000)
+	setDefault(&k.BatchBytes, 1*mib)
+	setDefault(&k.BatchTimeout, 50*time.Millisecond)
+	setDefault(&k.MaxAttempts, 10)
+	setDefault(&k.WriteTimeout, 10*time.Second)
 }
 
 // envEndpoint is the S3 endpoint the SDK takes from the environment.
@@ -433,3 +389,11 @@ func keyErr(key, format string, args ...any) error {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// setDefault sets *p to v when it holds its zero value.
+func setDefault[T comparable](p *T, v T) {
+	var zero T
+	if *p == zero {
+		*p = v
+	}
+}
