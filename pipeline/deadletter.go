@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -43,7 +45,9 @@ const headerError = "logstore.error"
 // least once (a crash between produce and commit produces it again; the
 // source headers identify repeats).
 type kafkaDeadLetters struct {
-	w *kafka.Writer
+	w     *kafka.Writer
+	stats *Stats       // nil: not counted
+	log   *slog.Logger // nil: slog.Default()
 }
 
 func newKafkaDeadLetters(conn *Conn, topic string) *kafkaDeadLetters {
@@ -73,10 +77,90 @@ func (k *kafkaDeadLetters) writeDeadLetters(ctx context.Context, b *deadBatch) e
 		)
 		msgs[i] = kafka.Message{Key: r.Key, Value: r.Value, Headers: headers, Time: r.Time}
 	}
-	if err := k.w.WriteMessages(ctx, msgs...); err != nil {
+	err := k.w.WriteMessages(ctx, msgs...)
+	if err == nil {
+		return nil
+	}
+	if !tooLarge(err) {
+		return fmt.Errorf("dead-letter topic %s: %w", k.w.Topic, err)
+	}
+	// Some letter is over the writer's batch_bytes or the topic's
+	// max.message.bytes (the broker refuses the whole request and does not
+	// say which): one at a time, and cut the ones that do not fit.
+	for i := range msgs {
+		if err := k.writeOne(ctx, &msgs[i], &b.Letters[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// truncatedValueBytes is what a dead letter too big for its topic keeps of
+// the record's value; the header logstore.truncated holds the full size.
+const truncatedValueBytes = 1024
+
+// headerTruncated marks a dead letter whose key, value and headers were cut
+// to fit the dead-letter topic: the value's original size in bytes.
+const headerTruncated = "logstore.truncated"
+
+// writeOne produces one dead letter; one too big for the topic goes as a
+// truncated letter (the reason, the source coordinates and the value's
+// first KiB), then as the reason and coordinates alone. A letter even that
+// does not fit is logged with its coordinates and counted
+// (logstore_dead_letters_unwritable_total) instead of holding the
+// partition: the record is still in the source topic until retention, and
+// whole in _errors/ when dead_letter.files is on.
+func (k *kafkaDeadLetters) writeOne(ctx context.Context, m *kafka.Message, dl *DeadLetter) error {
+	r := &dl.Record
+	err := k.w.WriteMessages(ctx, *m)
+	for _, keep := range []int{truncatedValueBytes, 0} {
+		if !tooLarge(err) {
+			break
+		}
+		cut := kafka.Message{Value: r.Value[:min(keep, len(r.Value))], Time: r.Time, Headers: []kafka.Header{
+			{Key: headerError, Value: []byte(dl.Reason)},
+			{Key: headerTruncated, Value: []byte(strconv.Itoa(len(r.Value)))},
+			{Key: sink.HeaderSourceTopic, Value: []byte(r.Topic)},
+			{Key: sink.HeaderSourcePartition, Value: []byte(strconv.Itoa(r.Partition))},
+			{Key: sink.HeaderSourceOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
+		}}
+		if err = k.w.WriteMessages(ctx, cut); err == nil && k.stats != nil {
+			k.stats.TruncatedLetters.Add(1)
+		}
+	}
+	if tooLarge(err) {
+		if k.stats != nil {
+			k.stats.UnwritableLetters.Add(1)
+		}
+		log := k.log
+		if log == nil {
+			log = slog.Default()
+		}
+		log.Error("a dead letter does not fit the dead-letter topic even without its value; it is only logged",
+			"dead_letter_topic", k.w.Topic, "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", dl.Reason)
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("dead-letter topic %s: %w", k.w.Topic, err)
 	}
 	return nil
+}
+
+// tooLarge says a produce failed for a record's size: the writer's
+// batch_bytes or the broker's max.message.bytes.
+func tooLarge(err error) bool {
+	if errors.Is(err, kafka.MessageSizeTooLarge) {
+		return true
+	}
+	var werr kafka.WriteErrors
+	if errors.As(err, &werr) {
+		for _, e := range werr {
+			if errors.Is(e, kafka.MessageSizeTooLarge) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (k *kafkaDeadLetters) Close() error { return k.w.Close() }

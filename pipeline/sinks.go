@@ -26,6 +26,7 @@ func (j *Job) openSinks(ctx context.Context, deps Deps) error {
 	}
 	if t := j.cfg.DeadLetter.Topic; t != "" {
 		k := newKafkaDeadLetters(j.conn, t)
+		k.stats, k.log = j.stats, j.log
 		j.dead = append(j.dead, k)
 		j.closers = append(j.closers, k.Close)
 	}

@@ -17,6 +17,13 @@ type Stats struct {
 	BudgetCuts        atomic.Int64 // batches cut early because the memory budget was full
 	BackpressureNanos atomic.Int64 // time fetching waited for memory
 	LostRecords       atomic.Int64 // records deleted by retention before they were read
+	SinkRetries       atomic.Int64 // sink and dead-letter writes tried again after an error
+	Refused           atomic.Int64 // rows a sink refused for good, sent to the dead letters
+	TruncatedLetters  atomic.Int64 // dead letters cut to fit the dead-letter topic
+	UnwritableLetters atomic.Int64 // dead letters no destination could take (logged instead)
+	OffsetResets      atomic.Int64 // on_offset_out_of_range applied: a position outside the log
+	RecutOverBudget   atomic.Int64 // bytes re-cuts held beyond batch.memory_budget instead of waiting
+	Ages              *BatchAges   // the age of each partition's oldest uncommitted record
 }
 
-func newStats() *Stats { return &Stats{Started: time.Now()} }
+func newStats() *Stats { return &Stats{Started: time.Now(), Ages: newBatchAges()} }

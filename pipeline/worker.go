@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -51,10 +52,11 @@ type worker struct {
 	log       *slog.Logger
 
 	batch   openBatch
-	next    int64 // the next offset to take
-	cut     int64 // a pending re-cut b, or -1
-	reached bool  // the target was reached and committed
-	slab    []any // storage for the next rows
+	next    int64         // the next offset to take
+	cut     int64         // a pending re-cut b, or -1
+	reached bool          // the target was reached and committed
+	slab    []any         // storage for the next rows
+	held    *atomic.Int64 // since when (unix nanos) an uncommitted record is held; 0 none
 }
 
 // openBatch is the records read since the last cut.
@@ -90,6 +92,9 @@ func (w *worker) run(ctx context.Context, pos position) error {
 	w.reader.SetOffset(w.next)
 	w.batch = openBatch{first: w.next, opened: time.Now()}
 	defer func() { w.budget.release(w.batch.bytes) }()
+	var untrack func()
+	w.held, untrack = w.stats.Ages.track(w.topic, w.partition)
+	defer untrack()
 	err := w.loop(ctx)
 	if err != nil && ctx.Err() != nil && !errors.As(err, new(errFatal)) {
 		return w.stop()
@@ -254,6 +259,9 @@ func (w *worker) recordCost(m *kafka.Message) int64 {
 // take decodes one record into the open batch, or makes it a dead letter.
 func (w *worker) take(m *kafka.Message) error {
 	w.stats.Records.Add(1)
+	if w.held.Load() == 0 {
+		w.held.Store(time.Now().UnixNano())
+	}
 	if len(w.slab) < w.columns {
 		// Rows are cut from a shared block: one allocation per 256 rows
 		// instead of one per row.
@@ -262,15 +270,7 @@ func (w *worker) take(m *kafka.Message) error {
 	row, keep, err := w.decoder.Decode(m, w.slab[:w.columns:w.columns])
 	b := &w.batch
 	if err != nil {
-		switch w.onError {
-		case "fail":
-			return errFatal{fmt.Errorf("%s/%d offset %d: %v (dead_letter.on_error is fail)", m.Topic, m.Partition, m.Offset, err)}
-		case "skip":
-			w.stats.Skipped.Add(1)
-		default:
-			b.dead = append(b.dead, DeadLetter{Reason: err.Error(), Record: detach(m)})
-		}
-		return nil
+		return w.onBadRecord(m.Offset, err.Error(), func() DeadLetter { return DeadLetter{Reason: err.Error(), Record: detach(m)} })
 	}
 	if !keep {
 		w.stats.Filtered.Add(1)
@@ -324,6 +324,7 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 	w.log.Debug("batch committed", "first", b.first, "last", last, "rows", len(b.rows), "dead_letters", len(b.dead))
 	w.budget.release(b.bytes)
 	*b = openBatch{first: last + 1, opened: time.Now()}
+	w.held.Store(0)
 	return nil
 }
 
@@ -344,11 +345,28 @@ func (w *worker) commitRetrying(ctx context.Context, offset int64, metadata stri
 func (w *worker) deliver(ctx context.Context, last int64) error {
 	b := &w.batch
 	batch := &sink.Batch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Schema: w.decoder.Schema(), Rows: b.rows, Sources: b.sources, Prefix: w.prefix}
+	// Rows a sink will never take leave the batch before anything is
+	// written, so no sink holds a row another refused.
 	for _, s := range w.sinks {
-		if len(batch.Rows) == 0 {
-			break
+		if c, ok := s.(sink.RowChecker); ok && len(batch.Rows) > 0 {
+			if err := w.refuse(batch, c.CheckRows(batch)); err != nil {
+				return err
+			}
 		}
-		if err := retry(ctx, w.log, "writing a batch", func() error { return s.Write(ctx, batch) }); err != nil {
+	}
+	for i := 0; i < len(w.sinks) && len(batch.Rows) > 0; i++ {
+		s := w.sinks[i]
+		err := w.retrySink(ctx, "writing a batch", func() error { return s.Write(ctx, batch) })
+		if refused := sink.AsRowErrors(err); refused != nil {
+			// A refusal no check foresaw (the Parquet writer's): write the
+			// batch without those rows to every sink again, same names.
+			if err := w.refuse(batch, refused); err != nil {
+				return err
+			}
+			i = -1
+			continue
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -356,7 +374,7 @@ func (w *worker) deliver(ctx context.Context, last int64) error {
 		if len(b.dead) == 0 {
 			break
 		}
-		if err := retry(ctx, w.log, "writing dead letters", func() error {
+		if err := w.retrySink(ctx, "writing dead letters", func() error {
 			return d.writeDeadLetters(ctx, &deadBatch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Prefix: w.prefix, Letters: b.dead})
 		}); err != nil {
 			return err
@@ -411,7 +429,7 @@ func retry(ctx context.Context, log *slog.Logger, what string, f func() error) e
 	backoff := 250 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := f()
-		if err == nil || errors.Is(err, errFenced) || errors.As(err, new(errFatal)) {
+		if err == nil || errors.Is(err, errFenced) || errors.As(err, new(errFatal)) || sink.AsRowErrors(err) != nil {
 			return err
 		}
 		log.Warn(what+" failed; retrying", "attempt", attempt, "backoff", backoff, "err", err)

@@ -147,6 +147,7 @@ func KafkaMessages(cfg *KafkaConfig, b *Batch) ([]kafka.Message, error) {
 		}
 	}
 	start := 0
+	var refused RowErrors
 	for i := range msgs {
 		m := &msgs[i]
 		if !original {
@@ -154,11 +155,14 @@ func KafkaMessages(cfg *KafkaConfig, b *Batch) ([]kafka.Message, error) {
 			start = ends[i]
 		}
 		// kafka-go refuses the whole call for one record over batch_bytes;
-		// name the record instead, so it can go to the dead letters.
+		// name every such record instead, so they go to the dead letters.
 		if size := recordSize(m); size > cfg.BatchBytes {
-			return nil, &RowError{Topic: b.Topic, Partition: b.Partition, Index: i, Offset: sourceOffset(b, i),
-				Err: fmt.Errorf("kafka: a record of %d bytes is over sinks.kafka.batch_bytes (%d)", size, cfg.BatchBytes)}
+			refused = append(refused, &RowError{Topic: b.Topic, Partition: b.Partition, Index: i, Offset: sourceOffset(b, i),
+				Err: fmt.Errorf("kafka: a record of %d bytes is over sinks.kafka.batch_bytes (%d)", size, cfg.BatchBytes)})
 		}
+	}
+	if refused != nil {
+		return nil, refused
 	}
 	return msgs, nil
 }

@@ -1,0 +1,122 @@
+package sink
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// RowChecker is a sink that can name, before it writes anything, the rows
+// it will refuse however often it is asked: a JSON row over the Kafka
+// output's batch_bytes, a row whose partition folder makes a key too long
+// for the store. The pipeline moves those rows to the dead letters first,
+// so no sink ever holds a file or a record of a row another sink refused,
+// and a re-cut of the same batch refuses the same rows.
+type RowChecker interface {
+	CheckRows(b *Batch) []*RowError
+}
+
+// RowErrors is every row of a batch a sink refused, in batch order.
+type RowErrors []*RowError
+
+func (e RowErrors) Error() string {
+	if len(e) == 1 {
+		return e[0].Error()
+	}
+	return fmt.Sprintf("%d rows refused, first: %v", len(e), e[0])
+}
+
+// Unwrap lets errors.As find the first *RowError.
+func (e RowErrors) Unwrap() []error {
+	out := make([]error, len(e))
+	for i, r := range e {
+		out[i] = r
+	}
+	return out
+}
+
+// AsRowErrors returns the refused rows err names (a *RowError or RowErrors
+// anywhere in its chain), or nil when err is not about rows: an error that
+// retrying may fix.
+func AsRowErrors(err error) []*RowError {
+	var many RowErrors
+	if errors.As(err, &many) {
+		return many
+	}
+	var one *RowError
+	if errors.As(err, &one) {
+		return []*RowError{one}
+	}
+	return nil
+}
+
+// keyChecker is a store with a limit on key length.
+type keyChecker interface {
+	CheckKey(key string) error
+}
+
+// longestPart is the part number a key is checked with: the longest name
+// a folder's file can get, so a key that passes never fails at part 10.
+const longestPart = 99999
+
+// CheckRows refuses the rows whose folder makes a file key the store
+// cannot hold (an S3 key over 1,024 bytes, a path element over 255). The
+// check is on the folder's longest possible name, so it is the same for
+// the same batch whatever max_file_bytes splits.
+func (f *Files) CheckRows(b *Batch) []*RowError {
+	kc, ok := f.store.(keyChecker)
+	if !ok || len(b.Rows) == 0 {
+		return nil
+	}
+	layout, err := NewLayout(f.cfg.PartitionBy, b.Schema)
+	if err != nil {
+		return nil // Write reports it; it is no row's fault
+	}
+	var out []*RowError
+	for _, g := range layout.Group(b.Rows) {
+		err := kc.CheckKey(ObjectKey(f.prefix, g.Folder, b, longestPart))
+		if err == nil {
+			continue
+		}
+		for _, i := range g.Rows {
+			out = append(out, &RowError{Topic: b.Topic, Partition: b.Partition, Index: i, Offset: sourceOffset(b, i), Err: err})
+		}
+	}
+	return out
+}
+
+// CheckRows refuses the rows whose record would be over batch_bytes.
+func (k *Kafka) CheckRows(b *Batch) []*RowError {
+	_, err := KafkaMessages(k.cfg, b)
+	return AsRowErrors(err)
+}
+
+// maxS3KeyBytes is S3's limit on an object key (UTF-8 bytes).
+const maxS3KeyBytes = 1024
+
+// CheckKey refuses keys over S3's 1,024 bytes.
+func (s *S3Store) CheckKey(key string) error {
+	if len(key) > maxS3KeyBytes {
+		return fmt.Errorf("the S3 key %.80q… is %d bytes, over S3's limit of %d: a partition_by value is too long", key, len(key), maxS3KeyBytes)
+	}
+	return nil
+}
+
+// maxNameBytes is what most file systems allow for one path element
+// (NAME_MAX on ext4, xfs, APFS).
+const maxNameBytes = 255
+
+// CheckKey refuses keys with a path element over 255 bytes.
+func (s *FileStore) CheckKey(key string) error {
+	for _, el := range strings.Split(key, "/") {
+		if len(el) > maxNameBytes {
+			return fmt.Errorf("the path element %.80q… is %d bytes, over the %d a file system allows: a partition_by value is too long", el, len(el), maxNameBytes)
+		}
+	}
+	return nil
+}
+
+var (
+	_ RowChecker = (*Files)(nil)
+	_ RowChecker = (*Kafka)(nil)
+)

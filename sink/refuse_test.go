@@ -1,0 +1,57 @@
+package sink
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// offsetsOf lists the offsets of refused rows.
+func offsetsOf(errs []*RowError) []int64 {
+	var out []int64
+	for _, e := range errs {
+		out = append(out, e.Offset)
+	}
+	return out
+}
+
+func TestCheckRowsNamesWhatNoRetryCanWrite(t *testing.T) {
+	long := strings.Repeat("é", 200) // 400 bytes, 1,200 escaped
+	rows := logRows(time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC), 4)
+	rows[1][2], rows[3][2] = long, long
+	b := &Batch{Topic: "logs", Partition: 2, First: 10, Last: 13, Schema: logSchema, Rows: rows,
+		Sources: []Source{{Offset: 10}, {Offset: 11}, {Offset: 12}, {Offset: 13}}}
+
+	cfg := testFilesConfig(t, t.TempDir())
+	cfg.PartitionBy = []PartitionColumn{{Name: "service", Column: "service"}}
+	files, err := NewFiles(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := offsetsOf(files.CheckRows(b)); len(got) != 2 || got[0] != 11 || got[1] != 13 {
+		t.Errorf("files: refused %v, want [11 13] (a folder element over 255 bytes)", got)
+	}
+	s3 := &S3Store{}
+	if err := s3.CheckKey(strings.Repeat("k", 1024)); err != nil {
+		t.Errorf("a key of 1,024 bytes: %v", err)
+	}
+	if err := s3.CheckKey(strings.Repeat("k", 1025)); err == nil || !strings.Contains(err.Error(), "1024") {
+		t.Errorf("a key of 1,025 bytes: %v, want an error naming the limit", err)
+	}
+
+	good, _ := AppendRowJSON(nil, logSchema, rows[0])
+	kc := &KafkaConfig{Topic: "out", BatchBytes: int64(len(good)) + 300}
+	kc.setDefaults()
+	k := &Kafka{cfg: kc}
+	if got := offsetsOf(k.CheckRows(b)); len(got) != 2 || got[0] != 11 || got[1] != 13 {
+		t.Errorf("kafka: refused %v, want [11 13] (JSON over batch_bytes)", got)
+	}
+	rows[1][2], rows[3][2] = "ok", "ok"
+	if got := files.CheckRows(b); got != nil {
+		t.Errorf("files: refused %v of a good batch", offsetsOf(got))
+	}
+	if got := k.CheckRows(b); got != nil {
+		t.Errorf("kafka: refused %v of a good batch", offsetsOf(got))
+	}
+}
