@@ -95,7 +95,13 @@ func (w *worker) run(ctx context.Context, pos position) error {
 	var untrack func()
 	w.held, untrack = w.stats.Ages.track(w.topic, w.partition)
 	defer untrack()
-	err := w.loop(ctx)
+	var err error
+	if w.target >= 0 && w.next > w.target {
+		err = w.confirmPastTarget(ctx)
+	}
+	if err == nil {
+		err = w.loop(ctx)
+	}
 	if err != nil && ctx.Err() != nil && !errors.As(err, new(errFatal)) {
 		return w.stop()
 	}
@@ -384,28 +390,91 @@ func (w *worker) deliver(ctx context.Context, last int64) error {
 }
 
 // outOfRange applies `kafka.on_offset_out_of_range` once the reader has
-// confirmed with the leader that next is gone (or not there yet).
+// confirmed with the leader that next is gone (or not there yet). Before
+// the log start, retention deleted records before they were read; past the
+// log end, the topic was deleted and recreated, or an unclean leader
+// election truncated it. A pending cut keeps its name either way: records
+// already in its files are never written again under another.
 func (w *worker) outOfRange(ctx context.Context, oor *OffsetOutOfRangeError) error {
 	next := w.next
-	if next > w.batch.first {
-		if err := w.flush(ctx, next-1); err != nil {
-			return err
+	pastEnd := next > oor.LogEnd
+	if w.oor == "fail" {
+		if pastEnd {
+			return errFatal{fmt.Errorf("%s/%d: the committed offset %d is past the log end %d (the log holds [%d, %d)): the topic was deleted and recreated, "+
+				"or an unclean leader election truncated it; set kafka.on_offset_out_of_range: earliest to read it from %d, or latest to continue from %d",
+				w.topic, w.partition, next, oor.LogEnd, oor.LogStart, oor.LogEnd, oor.LogStart, oor.LogEnd)}
+		}
+		if next < oor.LogStart {
+			inCut := ""
+			if w.cut >= 0 {
+				inCut = fmt.Sprintf(" (in the pending cut %d-%d: earliest re-cuts what is left under the same name)", w.batch.first, w.cut)
+			}
+			return errFatal{fmt.Errorf("%s/%d: offset %d is gone (the log now starts at %d): retention deleted %d records before they were read%s; "+
+				"set kafka.on_offset_out_of_range: earliest to continue from %d", w.topic, w.partition, next, oor.LogStart, oor.LogStart-next, inCut, oor.LogStart)}
 		}
 	}
-	to := oor.LogStart
-	if w.oor == "latest" || next > oor.LogEnd {
+	w.stats.OffsetResets.Add(1)
+	if w.cut >= 0 && !pastEnd && oor.LogStart <= w.cut {
+		// Retention moved the start into a batch already cut: re-cut what
+		// is left, under the mark's name, before any policy applies.
+		lost := oor.LogStart - next
+		w.stats.LostRecords.Add(lost)
+		w.log.Warn("offset out of range inside a pending cut; re-cutting what is left under its name", "offset", next, "log_start", oor.LogStart,
+			"first", w.batch.first, "cut", w.cut, "lost_records", lost)
+		w.reader.SetOffset(oor.LogStart)
+		w.next = oor.LogStart
+		return nil
+	}
+	if next > w.batch.first || w.cut >= 0 {
+		last := next - 1
+		if w.cut >= 0 {
+			last = w.cut // the batch ends where its mark says, whatever is left of it
+		}
+		if err := w.flush(ctx, last); err != nil {
+			return err
+		}
+		w.cut = -1
+	}
+	to := oor.LogStart // earliest, and a recreated log read from its start
+	if w.oor == "latest" {
 		to = oor.LogEnd
 	}
 	lost := max(0, to-next)
-	if w.oor == "fail" && next < oor.LogStart {
-		return errFatal{fmt.Errorf("%s/%d: offset %d is gone (the log now starts at %d): retention deleted %d records before they were read; "+
-			"set kafka.on_offset_out_of_range: earliest to continue from %d", w.topic, w.partition, next, oor.LogStart, oor.LogStart-next, oor.LogStart)}
+	if pastEnd {
+		lost = to - oor.LogStart // the new log's records skipped
 	}
 	w.stats.LostRecords.Add(lost)
-	w.log.Warn("offset out of range; moving on", "offset", next, "log_start", oor.LogStart, "log_end", oor.LogEnd, "to", to, "lost_records", lost, "policy", w.oor)
+	w.log.Warn("offset out of range; moving on", "offset", next, "log_start", oor.LogStart, "log_end", oor.LogEnd, "past_end", pastEnd,
+		"to", to, "lost_records", lost, "policy", w.oor)
 	w.reader.SetOffset(to)
-	w.batch.first, w.next, w.cut = to, to, -1
+	w.batch.first, w.next = to, to
 	return nil
+}
+
+// confirmPastTarget asks the leader about a committed offset beyond the
+// end a run with a target saw at start: the log was recreated or truncated
+// (an out-of-range answer, handled like any), or it grew past the offset
+// since, and then there is nothing to read up to the target.
+func (w *worker) confirmPastTarget(ctx context.Context) error {
+	for {
+		_, _, err := w.reader.Fetch(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var oor *OffsetOutOfRangeError
+		switch {
+		case errors.As(err, &oor):
+			return w.outOfRange(ctx, oor)
+		case err == nil:
+			w.target = w.next
+			w.reader.SetOffset(w.next)
+			return nil
+		}
+		w.log.Warn("fetch failed; retrying", "err", err)
+		if !sleep(ctx, time.Second) {
+			return ctx.Err()
+		}
+	}
 }
 
 // wait applies max_records_per_second.
