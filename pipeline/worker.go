@@ -67,6 +67,7 @@ type openBatch struct {
 	dead    []DeadLetter
 	bytes   int64
 	opened  time.Time
+	over    int64 // bytes a re-cut holds beyond the budget; never released to it
 }
 
 // errFatal marks an error that must stop the whole job (on_error: fail,
@@ -227,11 +228,20 @@ func (w *worker) full() bool {
 
 // reserve takes the record's bytes from the memory budget. When the budget is
 // full, the worker cuts its own batch rather than wait for others that may be
-// waiting too; it waits only with nothing to give back.
+// waiting too; it waits only with nothing to give back, and a re-cut never.
 func (w *worker) reserve(ctx context.Context, m *kafka.Message) error {
 	n := w.budget.clamp(w.recordCost(m))
 	if w.budget.tryAcquire(n) {
 		w.batch.bytes += n
+		return nil
+	}
+	if w.cut >= 0 {
+		// A re-cut cannot end early, and waiting could be for ever: every
+		// partition's budget share may be held by re-cuts, or the budget
+		// was lowered below the batch. It is bounded by the batch the old
+		// flush rule cut, and it shows in logstore_recut_over_budget_bytes_total.
+		w.batch.over += n
+		w.stats.RecutOverBudget.Add(n)
 		return nil
 	}
 	if w.cut < 0 && w.next > w.batch.first {
