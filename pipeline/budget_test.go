@@ -19,7 +19,7 @@ func TestWorkerRecutNeverWaitsOnTheBudget(t *testing.T) {
 	// A deadlock guard, not a timing: the run ends long before.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := w.run(ctx, position{0, 4}); err != nil {
+	if err := w.run(ctx, position{Offset: 0, Cut: 4}); err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(s.batches) != "[0-4:5 5-5:1]" {

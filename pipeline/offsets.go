@@ -20,6 +20,9 @@ const cutPrefix = "cut:"
 type position struct {
 	Offset int64 // next offset to read; -1 when the group never committed
 	Cut    int64 // the pending cut b, or -1
+	// Layout is the files' layout the pending cut was made with (see
+	// markOf); "" when none is recorded.
+	Layout string
 }
 
 // parseCut reads the commit metadata the pipeline writes; anything else
@@ -105,7 +108,8 @@ func fetchPositions(ctx context.Context, client *kafka.Client, group string, par
 				return nil, fmt.Errorf("committed offset of %s/%d: %w", topic, p.Partition, p.Error)
 			}
 			if p.CommittedOffset >= 0 {
-				out[topic][p.Partition] = position{Offset: p.CommittedOffset, Cut: parseCut(p.Metadata)}
+				cut, layout, _ := parseMark(p.Metadata)
+				out[topic][p.Partition] = position{Offset: p.CommittedOffset, Cut: cut, Layout: layout}
 			}
 		}
 	}

@@ -20,20 +20,20 @@ func TestWorkerOutOfRange(t *testing.T) {
 		wantBatches []string
 		wantLost    int64
 	}{
-		{name: "past the end, fail", policy: "fail", start: position{50, -1},
+		{name: "past the end, fail", policy: "fail", start: position{Offset: 50, Cut: -1},
 			wantErr: []string{"t/0", "committed offset 50", "log end 8", "on_offset_out_of_range"}},
-		{name: "past the end, earliest reads the new log", policy: "earliest", logStart: 2, start: position{50, -1},
+		{name: "past the end, earliest reads the new log", policy: "earliest", logStart: 2, start: position{Offset: 50, Cut: -1},
 			wantBatches: []string{"2-3:2", "4-5:2", "6-7:2"}},
-		{name: "past the end, latest", policy: "latest", logStart: 2, start: position{50, -1}, wantLost: 6},
-		{name: "past the end with a pending cut, fail", policy: "fail", start: position{50, 60},
+		{name: "past the end, latest", policy: "latest", logStart: 2, start: position{Offset: 50, Cut: -1}, wantLost: 6},
+		{name: "past the end with a pending cut, fail", policy: "fail", start: position{Offset: 50, Cut: 60},
 			wantErr: []string{"committed offset 50", "log end 8"}},
-		{name: "retention inside a pending cut keeps its name", policy: "earliest", logStart: 3, start: position{1, 4},
+		{name: "retention inside a pending cut keeps its name", policy: "earliest", logStart: 3, start: position{Offset: 1, Cut: 4},
 			wantBatches: []string{"1-4:2", "5-6:2", "7-7:1"}, wantLost: 2},
-		{name: "latest too finishes the pending cut first", policy: "latest", logStart: 3, start: position{1, 4},
+		{name: "latest too finishes the pending cut first", policy: "latest", logStart: 3, start: position{Offset: 1, Cut: 4},
 			wantBatches: []string{"1-4:2", "5-6:2", "7-7:1"}, wantLost: 2},
-		{name: "retention past a pending cut", policy: "earliest", logStart: 6, start: position{1, 4},
+		{name: "retention past a pending cut", policy: "earliest", logStart: 6, start: position{Offset: 1, Cut: 4},
 			wantBatches: []string{"6-7:2"}, wantLost: 5},
-		{name: "retention inside a pending cut, fail", policy: "fail", logStart: 3, start: position{1, 4},
+		{name: "retention inside a pending cut, fail", policy: "fail", logStart: 3, start: position{Offset: 1, Cut: 4},
 			wantErr: []string{"offset 1 is gone", "pending cut 1-4"}},
 	}
 	for _, tt := range tests {

@@ -80,9 +80,9 @@ func TestWorkerRefusedRowsGoToTheDeadLetters(t *testing.T) {
 				s := &refusingSink{refuse: map[int64]bool{2: true, 4: true}, check: tt.check}
 				d := &letterDead{}
 				w.sinks, w.dead = []sink.Sink{s}, []deadLetterWriter{d}
-				start := position{0, -1}
+				start := position{Offset: 0, Cut: -1}
 				if run == 1 {
-					start = position{0, 5}
+					start = position{Offset: 0, Cut: 5}
 				}
 				if err := w.run(context.Background(), start); err != nil {
 					t.Fatal(err)
@@ -130,7 +130,7 @@ func TestWorkerTransientSinkErrorsHoldAndCount(t *testing.T) {
 	w, c, _, _ := testWorker(t, &fakeLog{values: logValues(3, nil, nil), perFetch: 10}, 100, "dead_letter")
 	s := &flakySink{fail: 2}
 	w.sinks = []sink.Sink{s}
-	if err := w.run(context.Background(), position{0, -1}); err != nil {
+	if err := w.run(context.Background(), position{Offset: 0, Cut: -1}); err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(s.batches) != "[0-2:3]" || w.stats.Refused.Load() != 0 || fmt.Sprint(c.calls) != "[{0 cut:2} {3 }]" {
@@ -159,7 +159,7 @@ func TestWorkerReportsTheOldestUncommittedBatch(t *testing.T) {
 	s := &blockedSink{entered: make(chan struct{}), release: make(chan struct{})}
 	w.sinks = []sink.Sink{s}
 	done := make(chan error)
-	go func() { done <- w.run(context.Background(), position{0, -1}) }()
+	go func() { done <- w.run(context.Background(), position{Offset: 0, Cut: -1}) }()
 	<-s.entered
 	if age, ok := w.stats.Ages.Seconds(time.Now().Add(time.Minute))["t"][0]; !ok || age < 60 {
 		t.Errorf("while the sink holds the batch: age %v (tracked %v), want over 60 s a minute later", age, ok)

@@ -47,6 +47,7 @@ type Job struct {
 	rack     rack.Result
 	follower bool
 	decoder  *Decoder
+	layout   string // the files sink's layout, recorded in cut marks
 }
 
 // Deps are what the caller may supply instead of building from config.
@@ -440,7 +441,7 @@ func (j *Job) newWorker(topic string, partition int, commit committer, target in
 		topic: topic, partition: partition, reader: reader, decoder: j.decoder, commit: commit,
 		sinks: j.sinks, dead: j.dead, onError: j.cfg.DeadLetter.OnError, oor: k.OnOffsetOutOfRange,
 		limits: j.cfg.Batch, budget: j.budget, limiter: j.limiter, stats: j.stats, prefix: prefix,
-		target: target, flushWait: j.cfg.Run.ShutdownTimeout, log: log,
+		target: target, flushWait: j.cfg.Run.ShutdownTimeout, log: log, layout: j.layout,
 		originals: j.cfg.Sinks.Kafka != nil && j.cfg.Sinks.Kafka.Value == "original", columns: len(j.decoder.Schema().Fields),
 	}
 }

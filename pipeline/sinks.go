@@ -24,6 +24,11 @@ func (j *Job) openSinks(ctx context.Context, deps Deps) error {
 		}
 		j.sinks, files = s.All(), s.Files
 	}
+	for _, s := range j.sinks {
+		if f, ok := s.(*sink.Files); ok {
+			j.layout = f.Layout()
+		}
+	}
 	if t := j.cfg.DeadLetter.Topic; t != "" {
 		k := newKafkaDeadLetters(j.conn, t)
 		k.stats, k.log = j.stats, j.log

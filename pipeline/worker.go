@@ -48,6 +48,7 @@ type worker struct {
 	target    int64  // stop once the next offset reaches it; -1 streams on
 	originals bool   // keep each row's source key and value (sinks.kafka.value: original)
 	columns   int    // output columns, for the memory estimate
+	layout    string // the files sink's layout (sink.Files.Layout), "" without one
 	flushWait time.Duration
 	log       *slog.Logger
 
@@ -57,6 +58,10 @@ type worker struct {
 	reached bool          // the target was reached and committed
 	slab    []any         // storage for the next rows
 	held    *atomic.Int64 // since when (unix nanos) an uncommitted record is held; 0 none
+	// cutLayout is the layout the pending cut was made with when it is not
+	// the current one; using is the layout of the batch being written.
+	cutLayout string
+	using     string
 }
 
 // openBatch is the records read since the last cut.
@@ -89,6 +94,11 @@ func (w *worker) run(ctx context.Context, pos position) error {
 	}
 	if w.cut >= 0 {
 		w.log.Info("re-cutting a batch that was marked but not confirmed", "from", w.next, "cut", w.cut)
+		if pos.Layout != "" && pos.Layout != w.layout {
+			w.cutLayout = pos.Layout
+			w.log.Warn("the files layout changed since the pending cut; finishing it with the layout it was cut with, then switching",
+				"cut_layout", fingerprint(pos.Layout), "layout", fingerprint(w.layout))
+		}
 	}
 	w.reader.SetOffset(w.next)
 	w.batch = openBatch{first: w.next, opened: time.Now()}
@@ -321,8 +331,12 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 	if last < b.first {
 		return nil
 	}
+	w.using = w.layout
+	if last == w.cut && w.cutLayout != "" {
+		w.using = w.cutLayout
+	}
 	if len(b.rows) > 0 || len(b.dead) > 0 {
-		if err := w.commitRetrying(ctx, b.first, cutPrefix+strconv.FormatInt(last, 10)); err != nil {
+		if err := w.commitRetrying(ctx, b.first, markOf(last, w.using)); err != nil {
 			return err
 		}
 		sink.Failpoint(sink.FailMarked)
@@ -341,6 +355,9 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 	w.budget.release(b.bytes)
 	*b = openBatch{first: last + 1, opened: time.Now()}
 	w.held.Store(0)
+	if last == w.cut {
+		w.cutLayout = ""
+	}
 	return nil
 }
 
@@ -361,17 +378,21 @@ func (w *worker) commitRetrying(ctx context.Context, offset int64, metadata stri
 func (w *worker) deliver(ctx context.Context, last int64) error {
 	b := &w.batch
 	batch := &sink.Batch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Schema: w.decoder.Schema(), Rows: b.rows, Sources: b.sources, Prefix: w.prefix}
+	sinks, dead, err := w.withLayout(w.using)
+	if err != nil {
+		return err
+	}
 	// Rows a sink will never take leave the batch before anything is
 	// written, so no sink holds a row another refused.
-	for _, s := range w.sinks {
+	for _, s := range sinks {
 		if c, ok := s.(sink.RowChecker); ok && len(batch.Rows) > 0 {
 			if err := w.refuse(batch, c.CheckRows(batch)); err != nil {
 				return err
 			}
 		}
 	}
-	for i := 0; i < len(w.sinks) && len(batch.Rows) > 0; i++ {
-		s := w.sinks[i]
+	for i := 0; i < len(sinks) && len(batch.Rows) > 0; i++ {
+		s := sinks[i]
 		err := w.retrySink(ctx, "writing a batch", func() error { return s.Write(ctx, batch) })
 		if refused := sink.AsRowErrors(err); refused != nil {
 			// A refusal no check foresaw (the Parquet writer's): write the
@@ -386,7 +407,7 @@ func (w *worker) deliver(ctx context.Context, last int64) error {
 			return err
 		}
 	}
-	for _, d := range w.dead {
+	for _, d := range dead {
 		if len(b.dead) == 0 {
 			break
 		}

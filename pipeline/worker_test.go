@@ -121,44 +121,44 @@ func TestWorkerCommitProtocol(t *testing.T) {
 	}{
 		{
 			name: "mark, write, commit per batch; cut at max_rows inside a fetch",
-			log:  &fakeLog{values: logValues(5, nil, nil), perFetch: 10}, maxRows: 2, start: position{0, -1},
+			log:  &fakeLog{values: logValues(5, nil, nil), perFetch: 10}, maxRows: 2, start: position{Offset: 0, Cut: -1},
 			wantBatches: []string{"0-1:2", "2-3:2", "4-4:1"},
 			wantCommits: []commitCall{{0, "cut:1"}, {2, ""}, {2, "cut:3"}, {4, ""}, {4, "cut:4"}, {5, ""}},
 		},
 		{
 			name: "a pending cut is re-cut exactly, whatever max_rows says",
-			log:  &fakeLog{values: logValues(6, nil, nil), perFetch: 1}, maxRows: 2, start: position{1, 4},
+			log:  &fakeLog{values: logValues(6, nil, nil), perFetch: 1}, maxRows: 2, start: position{Offset: 1, Cut: 4},
 			wantBatches: []string{"1-4:4", "5-5:1"},
 			wantCommits: []commitCall{{1, "cut:4"}, {5, ""}, {5, "cut:5"}, {6, ""}},
 		},
 		{
 			name: "a pending cut in the middle of a fetch splits it there",
-			log:  &fakeLog{values: logValues(6, nil, nil), perFetch: 10}, maxRows: 100, start: position{1, 3},
+			log:  &fakeLog{values: logValues(6, nil, nil), perFetch: 10}, maxRows: 100, start: position{Offset: 1, Cut: 3},
 			wantBatches: []string{"1-3:3", "4-5:2"},
 			wantCommits: []commitCall{{1, "cut:3"}, {4, ""}, {4, "cut:5"}, {6, ""}},
 		},
 		{
 			name: "a stale mark below the committed offset is ignored",
-			log:  &fakeLog{values: logValues(3, nil, nil), perFetch: 5}, maxRows: 10, start: position{2, 1},
+			log:  &fakeLog{values: logValues(3, nil, nil), perFetch: 5}, maxRows: 10, start: position{Offset: 2, Cut: 1},
 			wantBatches: []string{"2-2:1"},
 			wantCommits: []commitCall{{2, "cut:2"}, {3, ""}},
 		},
 		{
 			name: "dead letters travel with their batch and count toward max_rows",
-			log:  &fakeLog{values: logValues(4, []int64{1, 2}, nil), perFetch: 10}, maxRows: 2, start: position{0, -1},
+			log:  &fakeLog{values: logValues(4, []int64{1, 2}, nil), perFetch: 10}, maxRows: 2, start: position{Offset: 0, Cut: -1},
 			wantBatches: []string{"0-1:1", "2-3:1"},
 			wantDead:    []string{"0-1:1", "2-3:1"},
 			wantCommits: []commitCall{{0, "cut:1"}, {2, ""}, {2, "cut:3"}, {4, ""}},
 		},
 		{
 			name: "skipped offsets (control records) are covered by the cut",
-			log:  &fakeLog{values: logValues(5, nil, []int64{3, 4}), perFetch: 10}, maxRows: 10, start: position{0, -1},
+			log:  &fakeLog{values: logValues(5, nil, []int64{3, 4}), perFetch: 10}, maxRows: 10, start: position{Offset: 0, Cut: -1},
 			wantBatches: []string{"0-4:3"},
 			wantCommits: []commitCall{{0, "cut:4"}, {5, ""}},
 		},
 		{
 			name: "a batch of only gaps commits without a mark or a file",
-			log:  &fakeLog{values: logValues(2, nil, []int64{0, 1}), perFetch: 10}, maxRows: 10, start: position{0, -1},
+			log:  &fakeLog{values: logValues(2, nil, []int64{0, 1}), perFetch: 10}, maxRows: 10, start: position{Offset: 0, Cut: -1},
 			wantCommits: []commitCall{{2, ""}},
 		},
 	}
@@ -186,14 +186,14 @@ func TestWorkerCommitProtocol(t *testing.T) {
 
 func TestWorkerOnError(t *testing.T) {
 	w, _, s, d := testWorker(t, &fakeLog{values: logValues(3, []int64{1}, nil), perFetch: 10}, 10, "skip")
-	if err := w.run(context.Background(), position{0, -1}); err != nil {
+	if err := w.run(context.Background(), position{Offset: 0, Cut: -1}); err != nil {
 		t.Fatal(err)
 	}
 	if len(d.batches) != 0 || fmt.Sprint(s.batches) != "[0-2:2]" || w.stats.Skipped.Load() != 1 {
 		t.Errorf("skip: sink %v, dead %v, skipped %d", s.batches, d.batches, w.stats.Skipped.Load())
 	}
 	w, c, _, _ := testWorker(t, &fakeLog{values: logValues(3, []int64{1}, nil), perFetch: 10}, 10, "fail")
-	err := w.run(context.Background(), position{0, -1})
+	err := w.run(context.Background(), position{Offset: 0, Cut: -1})
 	if err == nil || !strings.Contains(err.Error(), "offset 1") || len(c.calls) != 0 {
 		t.Errorf("fail: err %v, commits %v; want an error naming offset 1 and no commit", err, c.calls)
 	}
@@ -202,7 +202,7 @@ func TestWorkerOnError(t *testing.T) {
 func TestWorkerFencedWritesNothing(t *testing.T) {
 	w, c, s, _ := testWorker(t, &fakeLog{values: logValues(3, nil, nil), perFetch: 10}, 10, "dead_letter")
 	c.failAt = 1 // the mark is refused: the group moved on
-	err := w.run(context.Background(), position{0, -1})
+	err := w.run(context.Background(), position{Offset: 0, Cut: -1})
 	if !errors.Is(err, errFenced) || len(s.batches) != 0 {
 		t.Errorf("err %v, batches %v; a fenced member must write nothing", err, s.batches)
 	}
@@ -214,7 +214,7 @@ func TestWorkerOffsetOutOfRange(t *testing.T) {
 			log := &fakeLog{values: logValues(6, nil, nil), perFetch: 10, logStart: 3}
 			w, _, s, _ := testWorker(t, log, 10, "dead_letter")
 			w.oor = policy
-			err := w.run(context.Background(), position{1, -1})
+			err := w.run(context.Background(), position{Offset: 1, Cut: -1})
 			switch policy {
 			case "fail":
 				if err == nil || !strings.Contains(err.Error(), "on_offset_out_of_range: earliest") {
@@ -237,7 +237,7 @@ func TestWorkerBudgetCutsEarly(t *testing.T) {
 	log := &fakeLog{values: logValues(10, nil, nil), perFetch: 10}
 	w, _, s, _ := testWorker(t, log, 100, "dead_letter")
 	w.budget = newBudget(3 * w.recordCost(&kafka.Message{Value: []byte(`{"n": 0}`)}))
-	if err := w.run(context.Background(), position{0, -1}); err != nil {
+	if err := w.run(context.Background(), position{Offset: 0, Cut: -1}); err != nil {
 		t.Fatal(err)
 	}
 	if len(s.batches) < 3 || w.stats.BudgetCuts.Load() == 0 {
@@ -256,7 +256,7 @@ func TestWorkerStopFlushes(t *testing.T) {
 		}
 		cancel()
 	}()
-	if err := w.run(ctx, position{0, -1}); err != nil {
+	if err := w.run(ctx, position{Offset: 0, Cut: -1}); err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(s.batches) != "[0-3:4]" || c.calls[len(c.calls)-1] != (commitCall{4, ""}) {

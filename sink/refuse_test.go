@@ -55,3 +55,35 @@ func TestCheckRowsNamesWhatNoRetryCanWrite(t *testing.T) {
 		t.Errorf("kafka: refused %v of a good batch", offsetsOf(got))
 	}
 }
+
+func TestFilesWithLayoutWritesTheRecordedNames(t *testing.T) {
+	out := t.TempDir()
+	cfg := testFilesConfig(t, out)
+	cfg.PartitionBy = []PartitionColumn{{Name: "level", Column: "level"}}
+	old, err := NewFiles(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := old.Layout()
+	cfg2 := *cfg
+	cfg2.PartitionBy = nil
+	now, err := NewFilesOn(old.Store(), "", &cfg2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now.Layout() == recorded {
+		t.Fatal("a changed partition_by gives the same layout")
+	}
+	back, err := now.WithLayout(recorded)
+	if err != nil || back.Layout() != recorded {
+		t.Fatalf("WithLayout: %v, layout %s, want %s", err, back.Layout(), recorded)
+	}
+	b := &Batch{Topic: "logs", Partition: 0, First: 0, Last: 1, Schema: logSchema, Rows: logRows(time.Now(), 2)}
+	if err := back.Write(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	got := listFiles(t, out)
+	if len(got) != 1 || !strings.HasPrefix(got[0], "level=INFO/") {
+		t.Errorf("files %v, want them under the recorded level= folders", got)
+	}
+}

@@ -1,0 +1,83 @@
+package pipeline
+
+import (
+	"context"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/logstore/logstore/sink"
+)
+
+func TestParseMark(t *testing.T) {
+	layout := `{"max_file_bytes":1}`
+	tests := []struct {
+		meta       string
+		cut        int64
+		wantLayout string
+	}{
+		{"cut:41", 41, ""}, // a mark of an older version
+		{markOf(41, layout), 41, layout},
+		{markOf(41, ""), 41, ""},
+		{"cut:41 layout:000000000000 " + layout, 41, ""}, // not what was written
+		{markOf(41, strings.Repeat("x", 4000)), 41, ""},  // too long to record: fingerprint only
+		{"someone else's", -1, ""},
+		{"", -1, ""},
+	}
+	for _, tt := range tests {
+		cut, got, _ := parseMark(tt.meta)
+		if cut != tt.cut || got != tt.wantLayout {
+			t.Errorf("parseMark(%.60q) = %d, %q; want %d, %q", tt.meta, cut, got, tt.cut, tt.wantLayout)
+		}
+	}
+	if m := markOf(41, strings.Repeat("x", 4000)); len(m) > maxMarkBytes {
+		t.Errorf("a mark of %d bytes", len(m))
+	}
+}
+
+// filesAt is a real files sink writing into dir, partitioned by n when
+// byN is set.
+func filesAt(t *testing.T, dir string, byN bool) *sink.Files {
+	t.Helper()
+	c := sink.Config{Files: &sink.FilesConfig{URL: dir, SpoolDir: t.TempDir()}}
+	if byN {
+		c.Files.PartitionBy = []sink.PartitionColumn{{Name: "n", Column: "n"}}
+	}
+	c.SetDefaults()
+	f, err := sink.NewFilesOn(sink.NewFileStore(dir, false), "", c.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestWorkerRecutKeepsTheLayoutOfItsMark: a batch cut with partition_by
+// set, a crash, the config changed, a restart: the pending cut is written
+// with the folders it was cut with (its partial files are overwritten, not
+// left beside new ones), the next batch with the new layout.
+func TestWorkerRecutKeepsTheLayoutOfItsMark(t *testing.T) {
+	dir := t.TempDir()
+	old, now := filesAt(t, dir, true), filesAt(t, dir, false)
+	w, c, _, _ := testWorker(t, &fakeLog{values: logValues(4, nil, nil), perFetch: 10}, 100, "dead_letter")
+	w.sinks, w.layout = []sink.Sink{now}, now.Layout()
+	if err := w.run(context.Background(), position{Offset: 0, Cut: 1, Layout: old.Layout()}); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	want := []string{"n=0/t-0-0-1.parquet", "n=1/t-0-0-1.parquet", "t-0-2-3.parquet"}
+	if !slices.Equal(files, want) {
+		t.Errorf("files %v, want %v", files, want)
+	}
+	if c.calls[0].meta != markOf(1, old.Layout()) || c.calls[2].meta != markOf(3, now.Layout()) {
+		t.Errorf("marks %q, %q: want each with the layout its batch was written with", c.calls[0].meta, c.calls[2].meta)
+	}
+}
