@@ -47,7 +47,8 @@ type Job struct {
 	rack     rack.Result
 	follower bool
 	decoder  *Decoder
-	layout   string // the files sink's layout, recorded in cut marks
+	layout   string      // the files sink's layout, recorded in cut marks
+	resume   resumeStore // nil without a files sink
 }
 
 // Deps are what the caller may supply instead of building from config.
@@ -337,6 +338,18 @@ func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit com
 			if got, ok := positions[topic][p]; ok && got.Offset >= 0 {
 				pos = got
 			}
+			if positions != nil && j.resume != nil {
+				out, err := j.resumed(ctx, topic, p, positions[topic][p])
+				if err != nil {
+					for _, s := range starts {
+						s.w.reader.Close()
+					}
+					return nil, err
+				}
+				if out != nil {
+					pos = *out
+				}
+			}
 			target := int64(-1)
 			if targets != nil {
 				target = targets[topic][p]
@@ -441,7 +454,7 @@ func (j *Job) newWorker(topic string, partition int, commit committer, target in
 		topic: topic, partition: partition, reader: reader, decoder: j.decoder, commit: commit,
 		sinks: j.sinks, dead: j.dead, onError: j.cfg.DeadLetter.OnError, oor: k.OnOffsetOutOfRange,
 		limits: j.cfg.Batch, budget: j.budget, limiter: j.limiter, stats: j.stats, prefix: prefix,
-		target: target, flushWait: j.cfg.Run.ShutdownTimeout, log: log, layout: j.layout,
+		target: target, flushWait: j.cfg.Run.ShutdownTimeout, log: log, layout: j.layout, resume: j.resume,
 		originals: j.cfg.Sinks.Kafka != nil && j.cfg.Sinks.Kafka.Value == "original", columns: len(j.decoder.Schema().Fields),
 	}
 }

@@ -26,7 +26,7 @@ func (j *Job) openSinks(ctx context.Context, deps Deps) error {
 	}
 	for _, s := range j.sinks {
 		if f, ok := s.(*sink.Files); ok {
-			j.layout = f.Layout()
+			j.layout, j.resume = f.Layout(), filesResume{f}
 		}
 	}
 	if t := j.cfg.DeadLetter.Topic; t != "" {

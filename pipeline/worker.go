@@ -44,11 +44,12 @@ type worker struct {
 	budget    *budget
 	limiter   *rate.Limiter // nil: unlimited
 	stats     *Stats
-	prefix    string // object-name prefix (replays)
-	target    int64  // stop once the next offset reaches it; -1 streams on
-	originals bool   // keep each row's source key and value (sinks.kafka.value: original)
-	columns   int    // output columns, for the memory estimate
-	layout    string // the files sink's layout (sink.Files.Layout), "" without one
+	prefix    string      // object-name prefix (replays)
+	target    int64       // stop once the next offset reaches it; -1 streams on
+	originals bool        // keep each row's source key and value (sinks.kafka.value: original)
+	columns   int         // output columns, for the memory estimate
+	layout    string      // the files sink's layout (sink.Files.Layout), "" without one
+	resume    resumeStore // nil: the output keeps no resume records
 	flushWait time.Duration
 	log       *slog.Logger
 
@@ -341,6 +342,9 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 		}
 		sink.Failpoint(sink.FailMarked)
 		if err := w.deliver(ctx, last); err != nil {
+			return err
+		}
+		if err := w.saveResume(ctx, last); err != nil {
 			return err
 		}
 		sink.Failpoint(sink.FailDelivered)

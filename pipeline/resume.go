@@ -1,0 +1,123 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"time"
+
+	"github.com/logstore/logstore/sink"
+)
+
+// resumeRecord is where the output stands for one partition: the last
+// batch every sink took. The group's committed offsets are not a durable
+// checkpoint (Kafka deletes them when a group stays empty past
+// offsets.retention.minutes, 7 days by default; a group can be deleted),
+// so the output keeps its own, as Spark keeps its checkpoint in storage.
+type resumeRecord struct {
+	Topic     string    `json:"topic"`
+	Partition int       `json:"partition"`
+	First     int64     `json:"first"`
+	Last      int64     `json:"last"`
+	Next      int64     `json:"next"` // Last+1: where a run without a committed offset resumes
+	Layout    string    `json:"layout,omitempty"`
+	Written   time.Time `json:"written"`
+}
+
+// resumeStore keeps one resume record per partition.
+type resumeStore interface {
+	saveResume(ctx context.Context, r resumeRecord) error
+	// loadResume returns the partition's record; ok is false when the
+	// output has none.
+	loadResume(ctx context.Context, topic string, partition int) (r resumeRecord, ok bool, err error)
+}
+
+// filesResume keeps resume records in the files sink, at
+// _logstore/resume/{topic}/{partition}.json below its root (a folder table
+// readers skip), overwritten with each batch.
+type filesResume struct{ files *sink.Files }
+
+func resumeName(topic string, partition int) string {
+	return "_logstore/resume/" + topic + "/" + strconv.Itoa(partition) + ".json"
+}
+
+func (f filesResume) saveResume(ctx context.Context, r resumeRecord) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return f.files.PutMeta(ctx, resumeName(r.Topic, r.Partition), b)
+}
+
+func (f filesResume) loadResume(ctx context.Context, topic string, partition int) (resumeRecord, bool, error) {
+	var r resumeRecord
+	b, err := f.files.GetMeta(ctx, resumeName(topic, partition))
+	if errors.Is(err, fs.ErrNotExist) {
+		return r, false, nil
+	}
+	if err != nil {
+		return r, false, fmt.Errorf("reading the resume record of %s/%d (it needs read access, s3:GetObject, on _logstore/ below sinks.files.url): %w", topic, partition, err)
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, false, fmt.Errorf("the resume record of %s/%d is not valid: %w", topic, partition, err)
+	}
+	return r, true, nil
+}
+
+// reconcile decides where a partition starts from the group's position
+// and the output's resume record. The rule: the furthest of the two wins.
+// The output is ahead only when the group lost its offsets (expired,
+// deleted, reset) or a batch was written but its commit was not; reading
+// from the group's offset then would write records the output already
+// holds under other names. The group is ahead when its last batches wrote
+// no file (all filtered). A pending cut is kept only when the group wins.
+// note is what to log when the two disagree, "" when they do not.
+func reconcile(group position, out resumeRecord, ok bool) (pos position, note string) {
+	if !ok || out.Next <= group.Offset {
+		return group, ""
+	}
+	pos = position{Offset: out.Next, Cut: -1}
+	switch {
+	case group.Offset < 0:
+		return pos, "the group has no committed offset (expired after offsets.retention.minutes, or the group was deleted); resuming after the last batch in the output"
+	case group.Cut >= 0 && out.First == group.Offset && out.Next == group.Cut+1:
+		return pos, "" // the pending cut was written whole; its commit was not
+	}
+	return pos, "the group's committed offset is behind the output; following the output so no record is written twice (to read again on purpose, run a backfill with --from/--to)"
+}
+
+// saveResume records, once every sink has the batch first..last and before
+// last+1 is committed, that the output holds it.
+func (w *worker) saveResume(ctx context.Context, last int64) error {
+	if w.resume == nil || w.prefix != "" {
+		return nil
+	}
+	r := resumeRecord{Topic: w.topic, Partition: w.partition, First: w.batch.first, Last: last, Next: last + 1, Written: time.Now().UTC()}
+	if w.using != "" {
+		r.Layout = fingerprint(w.using)
+	}
+	return w.retrySink(ctx, "writing the resume record", func() error { return w.resume.saveResume(ctx, r) })
+}
+
+// resumed is where a partition starts when the output's resume record
+// wins over the group's position (see reconcile), else nil.
+func (j *Job) resumed(ctx context.Context, topic string, partition int, group position) (*position, error) {
+	out, ok, err := j.resume.loadResume(ctx, topic, partition)
+	if err != nil {
+		return nil, err
+	}
+	pos, note := reconcile(group, out, ok)
+	if pos.Offset == group.Offset {
+		return nil, nil
+	}
+	log := j.log.With("topic", topic, "partition", partition, "group_offset", group.Offset, "group_cut", group.Cut, "output_next", out.Next, "output_written", out.Written)
+	if note != "" {
+		log.Warn(note)
+	} else {
+		log.Info("the pending cut is in the output whole; continuing after it")
+	}
+	return &pos, nil
+}

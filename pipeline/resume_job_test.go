@@ -1,0 +1,109 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// runJobOnce runs one `--until now` job of group on the embedded cluster,
+// writing files into out.
+func runJobOnce(t *testing.T, brokers []string, group, out string) {
+	t.Helper()
+	raw := fmt.Sprintf(`kafka: {brokers: ["%s"], topics: [logs], group: %s, start_offset: earliest}
+rack: {providers: [static]}
+schema: {columns: [{name: n, type: int64, required: true}]}
+batch: {max_rows: 70}
+sinks: {files: {url: %q, file: {fsync: false}}}
+dead_letter: {files: true}
+`, strings.Join(brokers, `", "`), group, out)
+	cfg, err := Parse("test.yaml", []byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	j, err := NewJob(ctx, cfg, Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if err := j.Run(ctx, Mode{UntilNow: true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func produceN(t *testing.T, brokers []string, from, n int) {
+	t.Helper()
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: "logs", Balancer: &kafka.RoundRobin{}, BatchTimeout: time.Millisecond, Transport: &kafka.Transport{}}
+	defer w.Close()
+	msgs := make([]kafka.Message, n)
+	for i := range msgs {
+		msgs[i].Value = []byte(fmt.Sprintf(`{"n": %d}`, from+i))
+	}
+	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestJobResumesFromTheOutputWithoutOffsets: a group whose offsets are
+// gone (expired, deleted; here a new group name) resumes after the last
+// batch in the output instead of at start_offset, so nothing is written
+// twice.
+func TestJobResumesFromTheOutputWithoutOffsets(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "logs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	out := t.TempDir()
+	produceN(t, c.ListenAddrs(), 0, 300)
+	runJobOnce(t, c.ListenAddrs(), "first", out)
+	produceN(t, c.ListenAddrs(), 300, 200)
+	runJobOnce(t, c.ListenAddrs(), "second", out)
+
+	// Every file is {topic}-{partition}-{first}-{last}: per partition the
+	// ranges must tile [0, end) with no overlap.
+	ranges := map[int][][2]int64{}
+	err = filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".parquet") {
+			return err
+		}
+		var part int
+		var first, last int64
+		if _, err := fmt.Sscanf(filepath.Base(p), "logs-%d-%d-%d.parquet", &part, &first, &last); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+		ranges[part] = append(ranges[part], [2]int64{first, last})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := int64(0)
+	for p, rs := range ranges {
+		slices.SortFunc(rs, func(a, b [2]int64) int { return int(a[0] - b[0]) })
+		next := int64(0)
+		for _, r := range rs {
+			if r[0] != next {
+				t.Errorf("partition %d: files %v: a batch from %d where %d was expected (overlap or gap)", p, rs, r[0], next)
+				break
+			}
+			next = r[1] + 1
+		}
+		total += next
+	}
+	if total != 500 {
+		t.Errorf("files cover %d records, want 500: %v", total, ranges)
+	}
+}
