@@ -2,8 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"io/fs"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -65,14 +63,7 @@ func TestWorkerRecutKeepsTheLayoutOfItsMark(t *testing.T) {
 	if err := w.run(context.Background(), position{Offset: 0, Cut: 1, Layout: old.Layout()}); err != nil {
 		t.Fatal(err)
 	}
-	var files []string
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			rel, _ := filepath.Rel(dir, p)
-			files = append(files, filepath.ToSlash(rel))
-		}
-		return nil
-	})
+	files := filesUnder(t, dir)
 	want := []string{"n=0/t-0-0-1.parquet", "n=1/t-0-0-1.parquet", "t-0-2-3.parquet"}
 	if !slices.Equal(files, want) {
 		t.Errorf("files %v, want %v", files, want)

@@ -27,6 +27,12 @@ batch: {max_rows: 70}
 sinks: {files: {url: %q, file: {fsync: false}}}
 dead_letter: {files: true}
 `, strings.Join(brokers, `", "`), group, out)
+	runTestJob(t, raw, Mode{UntilNow: true})
+}
+
+// runTestJob runs a job of the YAML config raw to its end.
+func runTestJob(t *testing.T, raw string, mode Mode) {
+	t.Helper()
 	cfg, err := Parse("test.yaml", []byte(raw))
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +44,7 @@ dead_letter: {files: true}
 		t.Fatal(err)
 	}
 	defer j.Close()
-	if err := j.Run(ctx, Mode{UntilNow: true}); err != nil {
+	if err := j.Run(ctx, mode); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -25,8 +25,10 @@ type Mode struct {
 	// From and To, when set, replay that time range outside the group: no
 	// offsets are committed and output goes under Prefix.
 	From, To time.Time
-	// Prefix is put before every output name (replays).
+	// Prefix is put before every output name (replays); BackfillPrefix.
 	Prefix string
+
+	plan *backfillManifest // a backfill's offsets and stride
 }
 
 func (m Mode) replay() bool { return !m.From.IsZero() }
@@ -354,7 +356,11 @@ func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit com
 			if targets != nil {
 				target = targets[topic][p]
 			}
-			starts = append(starts, start{j.newWorker(topic, p, commit, target, mode.Prefix), pos})
+			w := j.newWorker(topic, p, commit, target, mode.Prefix)
+			if mode.plan != nil {
+				w.stride = mode.plan.Stride
+			}
+			starts = append(starts, start{w, pos})
 		}
 	}
 	return starts, nil
@@ -363,6 +369,13 @@ func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit com
 // starts resolves where partitions with no commit begin.
 func (j *Job) starts(ctx context.Context, topic string, ps []int, committed map[int]position, mode Mode) (map[int]int64, error) {
 	if mode.replay() {
+		if mode.plan != nil {
+			starts := map[int]int64{}
+			for _, p := range ps {
+				starts[p] = mode.plan.Ranges[topic][p][0]
+			}
+			return starts, nil
+		}
 		return offsetsForTime(ctx, j.conn.Client, topic, ps, mode.From)
 	}
 	var fresh []int
@@ -422,14 +435,26 @@ func (j *Job) runReplay(ctx context.Context, mode Mode) error {
 	if err != nil {
 		return err
 	}
+	if mode.plan, err = j.backfillPlan(ctx, mode, parts); err != nil {
+		return err
+	}
 	targets := map[string]map[int]int64{}
 	for topic, ps := range parts {
-		if targets[topic], err = offsetsForTime(ctx, j.conn.Client, topic, ps, mode.To); err != nil {
-			return err
+		targets[topic] = map[int]int64{}
+		for _, p := range ps {
+			r, ok := mode.plan.Ranges[topic][p]
+			if !ok {
+				return fmt.Errorf("backfill %s: %s/%d is not in its manifest (partitions added since its first run); delete %s to start it over", mode.Prefix, topic, p, mode.Prefix)
+			}
+			targets[topic][p] = r[1]
 		}
 	}
-	_, err = j.runPartitions(ctx, context.Background(), parts, noCommit{}, targets, mode)
-	return err
+	reached, err := j.runPartitions(ctx, context.Background(), parts, noCommit{}, targets, mode)
+	if err != nil || !reached {
+		return err
+	}
+	mode.plan.Complete = true
+	return j.saveManifest(ctx, mode, mode.plan)
 }
 
 func (j *Job) newWorker(topic string, partition int, commit committer, target int64, prefix string) *worker {

@@ -50,6 +50,7 @@ type worker struct {
 	columns   int         // output columns, for the memory estimate
 	layout    string      // the files sink's layout (sink.Files.Layout), "" without one
 	resume    resumeStore // nil: the output keeps no resume records
+	stride    int64       // a backfill's cut points (plannedCut); 0 otherwise
 	flushWait time.Duration
 	log       *slog.Logger
 
@@ -100,6 +101,9 @@ func (w *worker) run(ctx context.Context, pos position) error {
 			w.log.Warn("the files layout changed since the pending cut; finishing it with the layout it was cut with, then switching",
 				"cut_layout", fingerprint(pos.Layout), "layout", fingerprint(w.layout))
 		}
+	}
+	if w.cut < 0 {
+		w.cut = w.plannedCut(w.next)
 	}
 	w.reader.SetOffset(w.next)
 	w.batch = openBatch{first: w.next, opened: time.Now()}
@@ -204,7 +208,7 @@ func (w *worker) flushCut(ctx context.Context) error {
 	if err := w.flush(ctx, w.cut); err != nil {
 		return err
 	}
-	w.cut = -1
+	w.cut = w.plannedCut(w.cut + 1)
 	return nil
 }
 
@@ -483,6 +487,7 @@ func (w *worker) outOfRange(ctx context.Context, oor *OffsetOutOfRangeError) err
 		"to", to, "lost_records", lost, "policy", w.oor)
 	w.reader.SetOffset(to)
 	w.batch.first, w.next = to, to
+	w.cut = w.plannedCut(to)
 	return nil
 }
 

@@ -83,8 +83,9 @@ type Batch struct {
 	Schema    *Schema
 	Rows      []Row
 	Sources   []Source
-	// Prefix is prepended to every object name, e.g. "replay/20261129T0700Z-…/" for
-	// a replay run that must not touch the main output.
+	// Prefix is prepended to every object name, e.g.
+	// "_backfill/20261129T060000Z_20261129T070000Z/" for a backfill that
+	// must not touch the main output.
 	Prefix string
 }
 

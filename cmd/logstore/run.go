@@ -70,7 +70,7 @@ func parseMode(until, from, to string) (pipeline.Mode, error) {
 	if !m.To.After(m.From) {
 		return m, usageError{"--to must be after --from"}
 	}
-	m.Prefix = fmt.Sprintf("replay/%s_%s/", m.From.UTC().Format("20060102T150405Z"), m.To.UTC().Format("20060102T150405Z"))
+	m.Prefix = pipeline.BackfillPrefix(m.From, m.To)
 	return m, nil
 }
 

@@ -1,0 +1,143 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/logstore/logstore/sink"
+)
+
+// BackfillPrefix is where a backfill of [from, to) writes, below the
+// files sink's root: _backfill/{from}_{to}/. Spark, Hive, Trino and Athena
+// skip folders that start with '_', so the table at the root never trips
+// on it (a plain folder there would break Spark's partition discovery);
+// the backfill reads as a table of its own at that folder. Re-running the
+// same range writes to the same folder.
+func BackfillPrefix(from, to time.Time) string {
+	const f = "20060102T150405Z"
+	return "_backfill/" + from.UTC().Format(f) + "_" + to.UTC().Format(f) + "/"
+}
+
+// backfillManifest is what makes a backfill repeatable: the offsets it
+// covers and where it cuts, fixed by its first run. A re-run (after a
+// crash, or on purpose) reads the same records and cuts them at the same
+// offsets, so it overwrites the same files instead of adding others.
+type backfillManifest struct {
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+	// Stride: batches end at offsets k·stride-1 (and at each range end).
+	Stride int64 `json:"stride"`
+	// Layout is the files layout's fingerprint; a re-run under another
+	// layout would write other names, so it is refused.
+	Layout string `json:"layout,omitempty"`
+	// Ranges are each partition's [start, end) offsets.
+	Ranges   map[string]map[int][2]int64 `json:"ranges"`
+	Complete bool                        `json:"complete"`
+	Written  time.Time                   `json:"written"`
+}
+
+const manifestName = "_manifest.json"
+
+// backfillCost is the memory a record is assumed to hold when the stride
+// is chosen: a 1 KiB log plus the row's per-column overhead.
+func (j *Job) backfillCost() int64 { return int64(1024 + 48*len(j.decoder.Schema().Fields) + 96) }
+
+// planBackfill resolves the range to offsets and chooses the stride: at
+// most batch.max_rows, and small enough that a batch of every partition
+// fits batch.memory_budget together (backfill batches cannot be cut early,
+// so they never wait for memory; see reserve).
+func (j *Job) planBackfill(ctx context.Context, mode Mode, parts map[string][]int) (*backfillManifest, error) {
+	m := &backfillManifest{From: mode.From.UTC(), To: mode.To.UTC(), Ranges: map[string]map[int][2]int64{}}
+	if j.layout != "" {
+		m.Layout = fingerprint(j.layout)
+	}
+	n := 0
+	for topic, ps := range parts {
+		starts, err := offsetsForTime(ctx, j.conn.Client, topic, ps, mode.From)
+		if err != nil {
+			return nil, err
+		}
+		ends, err := offsetsForTime(ctx, j.conn.Client, topic, ps, mode.To)
+		if err != nil {
+			return nil, err
+		}
+		m.Ranges[topic] = map[int][2]int64{}
+		for _, p := range ps {
+			m.Ranges[topic][p] = [2]int64{starts[p], max(starts[p], ends[p])}
+			n++
+		}
+	}
+	m.Stride = min(int64(j.cfg.Batch.MaxRows), max(1000, j.cfg.Batch.MemoryBudget/int64(max(n, 1))/j.backfillCost()))
+	return m, nil
+}
+
+// backfillFiles is the files sink a manifest lives in; nil without one
+// (a Kafka-only backfill is at least once anyway).
+func (j *Job) backfillFiles() *sink.Files {
+	for _, s := range j.sinks {
+		if f, ok := s.(*sink.Files); ok {
+			return f
+		}
+	}
+	return nil
+}
+
+// backfillPlan is the manifest of an earlier run of the same range, or a
+// new one written before any data.
+func (j *Job) backfillPlan(ctx context.Context, mode Mode, parts map[string][]int) (*backfillManifest, error) {
+	files := j.backfillFiles()
+	if files != nil {
+		raw, err := files.GetMeta(ctx, mode.Prefix+manifestName)
+		switch {
+		case err == nil:
+			var m backfillManifest
+			if err := json.Unmarshal(raw, &m); err != nil {
+				return nil, fmt.Errorf("backfill %s: the manifest is not valid: %w", mode.Prefix, err)
+			}
+			if j.layout != "" && m.Layout != fingerprint(j.layout) {
+				return nil, fmt.Errorf("backfill %s was written with files layout %s and the config now gives %s (partition_by, max_file_bytes or parquet changed): "+
+					"restore them to finish it, or delete %s to start it over", mode.Prefix, m.Layout, fingerprint(j.layout), mode.Prefix)
+			}
+			j.log.Info("backfill: re-running from its manifest; the same records are cut at the same offsets and overwrite the same files",
+				"prefix", mode.Prefix, "complete", m.Complete, "stride", m.Stride)
+			return &m, nil
+		case !errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("backfill %s: reading its manifest: %w", mode.Prefix, err)
+		}
+	}
+	m, err := j.planBackfill(ctx, mode, parts)
+	if err != nil {
+		return nil, err
+	}
+	return m, j.saveManifest(ctx, mode, m)
+}
+
+func (j *Job) saveManifest(ctx context.Context, mode Mode, m *backfillManifest) error {
+	files := j.backfillFiles()
+	if files == nil {
+		return nil
+	}
+	m.Written = time.Now().UTC()
+	raw, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := files.PutMeta(ctx, mode.Prefix+manifestName, raw); err != nil {
+		return fmt.Errorf("backfill %s: writing its manifest: %w", mode.Prefix, err)
+	}
+	return nil
+}
+
+// plannedCut is where a backfill batch from offset from ends: the next
+// offset k·stride-1, or the range's last offset; -1 outside backfills and
+// at the range's end.
+func (w *worker) plannedCut(from int64) int64 {
+	if w.stride <= 0 || w.target < 0 || from >= w.target {
+		return -1
+	}
+	return min((from/w.stride+1)*w.stride-1, w.target-1)
+}

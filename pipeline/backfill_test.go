@@ -1,0 +1,111 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// TestWorkerBackfillCutsAtOffsetsOnly: a backfill's batches end at
+// multiples of its stride whatever the fetch sizes, batch.max_age or the
+// memory budget say, so a re-run writes the same names.
+func TestWorkerBackfillCutsAtOffsetsOnly(t *testing.T) {
+	for _, perFetch := range []int{1, 4, 100} {
+		w, _, s, _ := testWorker(t, &fakeLog{values: logValues(8, nil, []int64{5}), perFetch: perFetch}, 2, "dead_letter")
+		w.stride, w.prefix = 3, "_backfill/x/"
+		w.limits.MaxAge = time.Nanosecond
+		w.budget = newBudget(1)
+		if err := w.run(context.Background(), position{Offset: 1, Cut: -1}); err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(s.batches); got != "[1-2:2 3-5:2 6-7:2]" {
+			t.Errorf("%d per fetch: batches %s, want [1-2:2 3-5:2 6-7:2]", perFetch, got)
+		}
+	}
+}
+
+func runBackfill(t *testing.T, brokers []string, out string, maxRows int, from, to time.Time) {
+	t.Helper()
+	raw := fmt.Sprintf(`kafka: {brokers: ["%s"], topics: [logs], group: unused}
+rack: {providers: [static]}
+schema: {columns: [{name: n, type: int64, required: true}]}
+batch: {max_rows: %d}
+sinks: {files: {url: %q, file: {fsync: false}}}
+dead_letter: {files: true}
+`, strings.Join(brokers, `", "`), maxRows, out)
+	runTestJob(t, raw, Mode{From: from, To: to, Prefix: BackfillPrefix(from, to)})
+}
+
+func filesUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	return out
+}
+
+// TestBackfillIsIdempotent: a backfill re-run (after a crash, with
+// batch.max_rows changed, with records of the range arriving late) writes
+// exactly the files of its first run, under _backfill/ where the table's
+// readers skip it, with a manifest.
+func TestBackfillIsIdempotent(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "logs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	base := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
+	produceAt := func(n int) {
+		w := &kafka.Writer{Addr: kafka.TCP(c.ListenAddrs()...), Topic: "logs", Balancer: &kafka.RoundRobin{}, BatchTimeout: time.Millisecond, Transport: &kafka.Transport{}}
+		defer w.Close()
+		msgs := make([]kafka.Message, n)
+		for i := range msgs {
+			msgs[i] = kafka.Message{Value: []byte(fmt.Sprintf(`{"n": %d}`, i)), Time: base.Add(time.Duration(i) * time.Second)}
+		}
+		if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produceAt(3000)
+	out := t.TempDir()
+	from, to := base.Add(100*time.Second), base.Add(2900*time.Second)
+	runBackfill(t, c.ListenAddrs(), out, 500_000, from, to)
+	first := filesUnder(t, out)
+	produceAt(200) // late records with timestamps inside the range
+	runBackfill(t, c.ListenAddrs(), out, 70, from, to)
+	again := filesUnder(t, out)
+	if !slices.Equal(first, again) {
+		t.Errorf("the re-run wrote other files:\n first %v\n again %v", first, again)
+	}
+	prefix := BackfillPrefix(from, to)
+	if !strings.HasPrefix(prefix, "_") || len(first) < 3 {
+		t.Fatalf("prefix %s, files %v", prefix, first)
+	}
+	for _, f := range first {
+		if !strings.HasPrefix(f, prefix) {
+			t.Errorf("%s is outside %s", f, prefix)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(out, prefix, manifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m backfillManifest
+	if err := json.Unmarshal(raw, &m); err != nil || !m.Complete || len(m.Ranges["logs"]) != 2 {
+		t.Errorf("manifest %s (%v): want it complete with both partitions", raw, err)
+	}
+}
