@@ -440,7 +440,8 @@ func (w *worker) outOfRange(ctx context.Context, oor *OffsetOutOfRangeError) err
 	if w.oor == "fail" {
 		if pastEnd {
 			return errFatal{fmt.Errorf("%s/%d: the committed offset %d is past the log end %d (the log holds [%d, %d)): the topic was deleted and recreated, "+
-				"or an unclean leader election truncated it; set kafka.on_offset_out_of_range: earliest to read it from %d, or latest to continue from %d",
+				"or an unclean leader election truncated it; set kafka.on_offset_out_of_range: earliest to read it from %d, or latest to continue from %d "+
+				"(a recreated topic numbers its records from 0 again: move the old files or point sinks.files.url elsewhere first, or they are overwritten)",
 				w.topic, w.partition, next, oor.LogEnd, oor.LogStart, oor.LogEnd, oor.LogStart, oor.LogEnd)}
 		}
 		if next < oor.LogStart {
