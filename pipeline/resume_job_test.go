@@ -112,4 +112,17 @@ func TestJobResumesFromTheOutputWithoutOffsets(t *testing.T) {
 	if total != 500 {
 		t.Errorf("files cover %d records, want 500: %v", total, ranges)
 	}
+	// A group with nothing left to read takes the output's position as
+	// its own at once.
+	runJobOnce(t, c.ListenAddrs(), "third", out)
+	client := &kafka.Client{Addr: kafka.TCP(c.ListenAddrs()...)}
+	resp, err := client.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: "third", Topics: map[string][]int{"logs": {0, 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range resp.Topics["logs"] {
+		if p.CommittedOffset != 250 {
+			t.Errorf("group third: partition %d committed at %d, want 250", p.Partition, p.CommittedOffset)
+		}
+	}
 }

@@ -342,6 +342,11 @@ func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit com
 			}
 			if positions != nil && j.resume != nil {
 				out, err := j.resumed(ctx, topic, p, positions[topic][p])
+				if err == nil && out != nil {
+					// The group takes the output's position at once: lag
+					// shows right, and the group is a checkpoint again.
+					err = commit.commit(ctx, topic, p, out.Offset, "")
+				}
 				if err != nil {
 					for _, s := range starts {
 						s.w.reader.Close()
