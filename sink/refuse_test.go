@@ -87,3 +87,21 @@ func TestFilesWithLayoutWritesTheRecordedNames(t *testing.T) {
 		t.Errorf("files %v, want them under the recorded level= folders", got)
 	}
 }
+
+func TestRowJSONBoundIsAnUpperBound(t *testing.T) {
+	rows := append(logRows(time.Now(), 20), allTypesRows()...)
+	rows[3][4] = "\x01\xff\"\\\n" + strings.Repeat("\x00", 100)
+	for i, r := range rows {
+		s := logSchema
+		if i >= 20 {
+			s = allTypes
+		}
+		j, err := AppendRowJSON(nil, s, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bound := rowJSONBound(s, r); bound < len(j) {
+			t.Errorf("row %d: bound %d under the JSON's %d bytes", i, bound, len(j))
+		}
+	}
+}

@@ -242,6 +242,15 @@ func checkExactlyOnce(t *testing.T, dir string, n, partitions, badEvery int) ver
 	}
 	v := verifyWithPyarrow(t, dir, sample)
 	good, bad := expect(n, partitions, badEvery)
+	checkCounts(t, v, good, bad)
+	checkSampleValues(t, v.Sample, n, partitions, badEvery)
+	return v
+}
+
+// checkCounts compares what pyarrow read with the rows and dead letters
+// every partition must hold, and the columns' types.
+func checkCounts(t *testing.T, v verified, good, bad map[string]partStats) {
+	t.Helper()
 	for p, want := range good {
 		if got := v.Partitions[p]; got != want {
 			t.Errorf("partition %s rows: got %+v, want %+v (count ≠ distinct means duplicates; a lower count, missing rows)", p, got, want)
@@ -257,8 +266,6 @@ func checkExactlyOnce(t *testing.T, dir string, n, partitions, badEvery int) ver
 			t.Errorf("column %s has type %q, want %q", col, v.Schema[col], typ)
 		}
 	}
-	checkSampleValues(t, v.Sample, n, partitions, badEvery)
-	return v
 }
 
 // checkSampleValues regenerates the sampled records and compares values.
@@ -470,8 +477,21 @@ func TestE2EReplayCaptureAndTimeRange(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("run --from --to: %v\n%s", err, tail(string(out), 30))
 	}
-	prefix := filepath.Join(dir, "replay", from.Format("20060102T150405Z")+"_"+to.Format("20060102T150405Z"))
+	prefix := filepath.Join(dir, pipeline.BackfillPrefix(from, to))
 	v := verifyWithPyarrow(t, prefix, nil)
+	// A re-run of the same range overwrites the same files.
+	before := countFilesIn(t, prefix)
+	cmd = exec.Command(logstoreBinary(t), "run", "-c", cfg, "--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339))
+	cmd.Env = append(os.Environ(), "LOGSTORE_RACK=az-a")
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "re-running from its manifest") {
+		t.Fatalf("re-run of the backfill: %v\n%s", err, tail(string(out), 30))
+	}
+	if after := countFilesIn(t, prefix); after != before {
+		t.Errorf("the re-run left %d files where the first left %d", after, before)
+	}
+	if again := verifyWithPyarrow(t, prefix, nil); again.Rows != v.Rows {
+		t.Errorf("after the re-run the backfill holds %d rows, before %d", again.Rows, v.Rows)
+	}
 	// Records every 3 s: [10 min, 20 min) holds records 200..399, record i
 	// in partition i % 3 at offset i / 3, as the capture said.
 	if v.Rows != 200 {
@@ -497,6 +517,22 @@ func TestE2EReplayCaptureAndTimeRange(t *testing.T) {
 			t.Errorf("a replay committed offset %d for partition %d; it must not touch the group", p.CommittedOffset, p.Partition)
 		}
 	}
+}
+
+// countFilesIn counts the files below dir.
+func countFilesIn(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			n++
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // groupOffsets reads a group's commits for partitions 0..n-1 of topic.
