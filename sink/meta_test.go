@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"strings"
 	"testing"
 )
 
@@ -32,5 +33,17 @@ func TestMetaRoundTrip(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestS3PreflightNeedsGetObject(t *testing.T) {
+	front := fakeS3(t)
+	front.denyGet = true
+	s, err := NewS3Store(context.Background(), "logs", testS3Config(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Preflight(context.Background()); err == nil || !strings.Contains(err.Error(), "s3:GetObject") {
+		t.Errorf("Preflight = %v, want it to ask for s3:GetObject", err)
 	}
 }

@@ -261,7 +261,7 @@ func (s *S3Store) putMultipart(ctx context.Context, key string, body io.ReaderAt
 }
 
 // Preflight checks that the bucket exists and takes our writes: a small
-// PutObject under the prefix, then a best-effort delete. Put is all the
+// PutObject under the prefix, a GetObject of it, then a best-effort delete. Put is all the
 // sink needs (no s3:ListBucket, which HeadBucket would want), and unlike
 // HeadBucket its error carries a code that tells a missing bucket from bad
 // credentials. The probe's name starts with '_', so table readers skip it
@@ -278,6 +278,10 @@ func (s *S3Store) Preflight(ctx context.Context) error {
 	}, few)
 	if err != nil {
 		return s.explain("preflight PutObject", s.probeKey, err)
+	}
+	// The pipeline reads its resume records back (_logstore/resume/).
+	if _, err := s.Get(ctx, s.probeKey); err != nil {
+		return fmt.Errorf("%w; logstore reads back the resume records it keeps under _logstore/: allow s3:GetObject on the prefix", err)
 	}
 	s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &s.probeKey}, few)
 	return nil

@@ -43,6 +43,9 @@ type s3Front struct {
 	mu   sync.Mutex
 	log  []string
 	fail int
+	// denyGet answers every GET with 403 AccessDenied, as a policy
+	// without s3:GetObject does.
+	denyGet bool
 }
 
 func (f *s3Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -56,7 +59,13 @@ func (f *s3Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.log = append(f.log, op)
 	failing := f.fail > 0
 	f.fail--
+	deny := f.denyGet && r.Method == http.MethodGet
 	f.mu.Unlock()
+	if deny {
+		w.WriteHeader(http.StatusForbidden)
+		io.WriteString(w, `<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`)
+		return
+	}
 	if failing {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		io.WriteString(w, `<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`)
