@@ -74,7 +74,6 @@ type openBatch struct {
 	dead    []DeadLetter
 	bytes   int64
 	opened  time.Time
-	over    int64 // bytes a re-cut holds beyond the budget; never released to it
 }
 
 // errFatal marks an error that must stop the whole job (on_error: fail,
@@ -255,8 +254,7 @@ func (w *worker) reserve(ctx context.Context, m *kafka.Message) error {
 		// partition's budget share may be held by re-cuts, or the budget
 		// was lowered below the batch. It is bounded by the batch the old
 		// flush rule cut, and it shows in logstore_recut_over_budget_bytes_total.
-		w.batch.over += n
-		w.stats.RecutOverBudget.Add(n)
+		w.stats.RecutOverBudget.Add(n) // held beyond the budget: never released to it
 		return nil
 	}
 	if w.cut < 0 && w.next > w.batch.first {
