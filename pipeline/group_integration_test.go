@@ -24,6 +24,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/logstore/logstore/internal/loggen"
 	"github.com/logstore/logstore/rack"
 	"github.com/logstore/logstore/sink"
 )
@@ -386,7 +387,7 @@ func produceLogs(t *testing.T, topic string, partitions, perPartition int, seed 
 	t.Helper()
 	cl := seqProducer(t, topic)
 	defer cl.Close()
-	gen := NewLogGen(seed, time.Now().Add(-time.Hour), time.Millisecond)
+	gen := loggen.New(seed, time.Now().Add(-time.Hour), time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	const chunk = 100
@@ -403,7 +404,7 @@ func produceLogs(t *testing.T, topic string, partitions, perPartition int, seed 
 	}
 }
 
-func logRecord(gen *LogGen, partition int) *kgo.Record {
+func logRecord(gen *loggen.Gen, partition int) *kgo.Record {
 	key, value, at := gen.Next()
 	return &kgo.Record{Partition: int32(partition), Key: slices.Clone(key), Value: slices.Clone(value), Timestamp: at}
 }
@@ -743,7 +744,7 @@ func TestGroupFailoverWhenLocalBrokerStops(t *testing.T) {
 		defer close(producing)
 		cl := seqProducer(t, topic)
 		defer cl.Close()
-		gen := NewLogGen(3, time.Now(), time.Millisecond)
+		gen := loggen.New(3, time.Now(), time.Millisecond)
 		for {
 			select {
 			case <-stopProducing:

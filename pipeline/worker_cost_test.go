@@ -8,6 +8,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/logstore/logstore/internal/loggen"
 	"github.com/logstore/logstore/sink"
 )
 
@@ -42,7 +43,7 @@ func TestRecordCostCoversTheHeap(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := &worker{columns: len(dec.Schema().Fields)}
-	gen := NewLogGen(1, time.Now(), time.Millisecond)
+	gen := loggen.New(1, time.Now(), time.Millisecond)
 	const n = 200000
 	rows := make([]sink.Row, 0, n)
 	srcs := make([]sink.Source, 0, n)

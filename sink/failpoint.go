@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 )
 
 // Crash tests kill the process at exact points of the commit protocol:
@@ -43,7 +42,7 @@ func Failpoint(name string) {
 		return
 	}
 	if failpoint.left.Add(-1) == 0 {
-		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		kill()
 		select {} // SIGKILL is not instant; never run past the point
 	}
 }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/logstore/logstore/pipeline"
+	"github.com/logstore/logstore/internal/loggen"
 )
 
 // The end-to-end tests run the logstore binary, as a user does, against the
@@ -91,7 +91,7 @@ func produceLogs(t *testing.T, topic string, n, partitions, badEvery int) {
 		}),
 	}
 	defer w.Close()
-	gen := pipeline.NewLogGen(7, e2eStart, time.Millisecond)
+	gen := loggen.New(7, e2eStart, time.Millisecond)
 	gen.BadEvery = badEvery
 	const chunk = 10000
 	batch := make([]kafka.Message, 0, chunk)
@@ -268,7 +268,7 @@ func checkSampleValues(t *testing.T, rows []map[string]any, n, partitions, badEv
 	for _, r := range rows {
 		byPos[int(r["kafka_partition"].(float64))+partitions*int(r["kafka_offset"].(float64))] = r
 	}
-	gen := pipeline.NewLogGen(7, e2eStart, time.Millisecond)
+	gen := loggen.New(7, e2eStart, time.Millisecond)
 	gen.BadEvery = badEvery
 	checked := 0
 	for i := 0; i < n; i++ {
@@ -449,7 +449,7 @@ func TestE2EReplayCaptureAndTimeRange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gen := pipeline.NewLogGen(7, e2eStart, 3*time.Second)
+	gen := loggen.New(7, e2eStart, 3*time.Second)
 	enc := json.NewEncoder(f)
 	for i := 0; i < n; i++ {
 		key, value, at := gen.Next()
