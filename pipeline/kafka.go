@@ -14,6 +14,8 @@ import (
 	mskiam "github.com/segmentio/kafka-go/sasl/aws_msk_iam_v2"
 	"github.com/segmentio/kafka-go/sasl/plain"
 	"github.com/segmentio/kafka-go/sasl/scram"
+
+	"github.com/logstore/logstore/internal/confkey"
 )
 
 // Conn holds the ways this job talks to the input cluster; every one of them
@@ -69,18 +71,18 @@ func tlsConfig(t TLSConfig) (*tls.Config, error) {
 	if t.CAFile != "" {
 		pem, err := os.ReadFile(t.CAFile)
 		if err != nil {
-			return nil, keyErr("kafka.tls.ca_file", "%v", err)
+			return nil, confkey.Errorf("kafka.tls.ca_file", "%v", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, keyErr("kafka.tls.ca_file", "%s holds no PEM certificate", t.CAFile)
+			return nil, confkey.Errorf("kafka.tls.ca_file", "%s holds no PEM certificate", t.CAFile)
 		}
 		cfg.RootCAs = pool
 	}
 	if t.CertFile != "" || t.KeyFile != "" {
 		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
 		if err != nil {
-			return nil, keyErr("kafka.tls.cert_file", "loading the client certificate: %v", err)
+			return nil, confkey.Errorf("kafka.tls.cert_file", "loading the client certificate: %v", err)
 		}
 		cfg.Certificates = []tls.Certificate{cert}
 	}
@@ -100,7 +102,7 @@ func saslMechanism(ctx context.Context, s SASLConfig) (sasl.Mechanism, error) {
 		}
 		m, err := scram.Mechanism(algo, s.Username, string(s.Password))
 		if err != nil {
-			return nil, keyErr("kafka.sasl", "%v", err)
+			return nil, confkey.Errorf("kafka.sasl", "%v", err)
 		}
 		return m, nil
 	case "aws-msk-iam":
@@ -112,5 +114,5 @@ func saslMechanism(ctx context.Context, s SASLConfig) (sasl.Mechanism, error) {
 		}
 		return mskiam.NewMechanism(awsCfg), nil
 	}
-	return nil, keyErr("kafka.sasl.mechanism", "unknown mechanism %q", s.Mechanism)
+	return nil, confkey.Errorf("kafka.sasl.mechanism", "unknown mechanism %q", s.Mechanism)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/logstore/logstore/internal/confkey"
 	"github.com/logstore/logstore/rack"
 )
 
@@ -105,7 +106,7 @@ func (c *fetchCollector) Collect(ch chan<- prometheus.Metric) {
 func (m *Metrics) Serve(ctx context.Context, addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return keyErr("metrics.listen", "%v", err)
+		return confkey.Errorf("metrics.listen", "%v", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))

@@ -15,6 +15,8 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol"
 	"github.com/segmentio/kafka-go/protocol/fetch"
+
+	"github.com/logstore/logstore/internal/clock"
 )
 
 // Isolation levels of ReaderConfig.Isolation.
@@ -243,7 +245,7 @@ func (r *PartitionReader) withLeader(ctx context.Context, do func(partitionState
 	for try := 0; try < 4; try++ {
 		if try > 0 {
 			r.known = false
-			if !sleepCtx(ctx, time.Duration(try)*200*time.Millisecond) {
+			if !clock.Sleep(ctx, time.Duration(try)*200*time.Millisecond) {
 				return ctx.Err()
 			}
 		}
@@ -452,7 +454,7 @@ func (r *PartitionReader) retryOrGiveUp(ctx context.Context, what string, err er
 	r.log.Warn("retrying", "op", what, "attempt", r.attempt, "err", err)
 	wait := min(100*time.Millisecond<<min(r.attempt-1, 5), 2*time.Second)
 	wait = wait/2 + rand.N(wait/2+1)
-	if !sleepCtx(ctx, wait) {
+	if !clock.Sleep(ctx, wait) {
 		return ctx.Err()
 	}
 	return nil
@@ -743,17 +745,6 @@ func retriableLeaderError(err error) bool {
 func permanent(err error) bool {
 	var code kafka.Error
 	return errors.Is(err, errPoolClosed) || errors.As(err, &code) && !code.Temporary()
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 func cmpInt64(a, b int64) int {

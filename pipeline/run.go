@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
 
+	"github.com/logstore/logstore/internal/clock"
 	"github.com/logstore/logstore/rack"
 	"github.com/logstore/logstore/sink"
 )
@@ -225,7 +226,7 @@ func (j *Job) runGroup(ctx context.Context, mode Mode) error {
 				return nil
 			}
 			j.log.Warn("joining the group failed; retrying", "err", err)
-			if !sleep(ctx, time.Second) {
+			if !clock.Sleep(ctx, time.Second) {
 				return nil
 			}
 			continue
@@ -259,7 +260,7 @@ func (j *Job) runGroup(ctx context.Context, mode Mode) error {
 			// Anything else is transient (a broker restart, a coordinator
 			// move): rejoin and start again from the commits.
 			j.log.Warn("generation ended with an error; rejoining the group", "err", r.err)
-			if !sleep(ctx, time.Second) {
+			if !clock.Sleep(ctx, time.Second) {
 				return nil
 			}
 		}

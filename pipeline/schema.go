@@ -100,7 +100,7 @@ func kafkaColumns(format string) []ColumnConfig {
 }
 
 // Validate checks the section, including compiling its CEL expressions;
-// errors are *KeyError naming the key below `schema`.
+// errors are *confkey.Error naming the key below `schema`.
 func (c *SchemaConfig) Validate() error {
 	_, err := newDecoder(c)
 	return err

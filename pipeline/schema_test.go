@@ -10,6 +10,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/logstore/logstore/internal/confkey"
 	"github.com/logstore/logstore/sink"
 )
 
@@ -56,9 +57,9 @@ func TestSchemaValidate(t *testing.T) {
 // wantKeyError checks that err is a config error at key saying msg.
 func wantKeyError(t *testing.T, err error, key, msg string) {
 	t.Helper()
-	var ke *KeyError
+	var ke *confkey.Error
 	if !errors.As(err, &ke) {
-		t.Fatalf("want a *KeyError, got %v", err)
+		t.Fatalf("want a *confkey.Error, got %v", err)
 	}
 	if ke.Key != key || !strings.Contains(ke.Msg, msg) {
 		t.Errorf("got %s: %s\nwant %s: ...%s...", ke.Key, ke.Msg, key, msg)

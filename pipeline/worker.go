@@ -12,6 +12,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"golang.org/x/time/rate"
 
+	"github.com/logstore/logstore/internal/clock"
 	"github.com/logstore/logstore/sink"
 )
 
@@ -114,7 +115,7 @@ func (w *worker) loop(ctx context.Context) error {
 			var oor *OffsetOutOfRangeError
 			if !errors.As(err, &oor) {
 				w.log.Warn("fetch failed; retrying", "err", err)
-				if !sleep(ctx, time.Second) {
+				if !clock.Sleep(ctx, time.Second) {
 					return w.stop()
 				}
 				continue
@@ -415,20 +416,9 @@ func retry(ctx context.Context, log *slog.Logger, what string, f func() error) e
 			return err
 		}
 		log.Warn(what+" failed; retrying", "attempt", attempt, "backoff", backoff, "err", err)
-		if !sleep(ctx, backoff) {
+		if !clock.Sleep(ctx, backoff) {
 			return fmt.Errorf("%s: %w (gave up: %v)", what, err, ctx.Err())
 		}
 		backoff = min(2*backoff, 30*time.Second)
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/logstore/logstore/internal/confkey"
 )
 
 func TestConfigDefaults(t *testing.T) {
@@ -61,7 +63,7 @@ func TestConfigValidateNamesTheKey(t *testing.T) {
 		c.SetDefaults()
 		tc.set(&c)
 		err := c.Validate()
-		var ke *KeyError
+		var ke *confkey.Error
 		if !errors.As(err, &ke) || ke.Key != tc.key {
 			t.Errorf("%s: Validate() = %v", tc.key, err)
 		}
@@ -71,7 +73,7 @@ func TestConfigValidateNamesTheKey(t *testing.T) {
 func TestConfigCheckSchema(t *testing.T) {
 	c := Config{Files: &FilesConfig{URL: "file:///x", PartitionBy: []PartitionColumn{{Name: "s", Column: "service", Format: "2006"}}}}
 	err := c.CheckSchema(layoutSchema)
-	var ke *KeyError
+	var ke *confkey.Error
 	if !errors.As(err, &ke) || ke.Key != "files.partition_by[0].format" {
 		t.Errorf("CheckSchema = %v", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/logstore/logstore/internal/confkey"
 )
 
 // The headers every produced record carries, naming the input record it
@@ -35,7 +37,7 @@ type Kafka struct {
 // every later client in the process). cfg must have had SetDefaults.
 func NewKafka(cfg *KafkaConfig, brokers []string, transport kafka.RoundTripper) (*Kafka, error) {
 	if len(brokers) == 0 {
-		return nil, keyErr("kafka.brokers", "no brokers for the output topic %q", cfg.Topic)
+		return nil, confkey.Errorf("kafka.brokers", "no brokers for the output topic %q", cfg.Topic)
 	}
 	codec, err := kafkaCodec(cfg.Compression)
 	if err != nil {
@@ -73,7 +75,7 @@ func kafkaCodec(name string) (kafka.Compression, error) {
 	case "zstd":
 		return kafka.Zstd, nil
 	}
-	return 0, keyErr("kafka.compression", "%q is not one of none, gzip, snappy, lz4, zstd", name)
+	return 0, confkey.Errorf("kafka.compression", "%q is not one of none, gzip, snappy, lz4, zstd", name)
 }
 
 // Write produces the batch's rows and waits for all acknowledgements.
@@ -113,7 +115,7 @@ func KafkaMessages(cfg *KafkaConfig, b *Batch) ([]kafka.Message, error) {
 	keyCol := -1
 	if cfg.Key != "" {
 		if keyCol = b.Schema.Index(cfg.Key); keyCol < 0 {
-			return nil, keyErr("kafka.key", "%q is not an output column", cfg.Key)
+			return nil, confkey.Errorf("kafka.key", "%q is not an output column", cfg.Key)
 		}
 	}
 	original := cfg.Value == "original"

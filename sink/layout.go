@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/logstore/logstore/internal/confkey"
 )
 
 // HiveDefaultPartition is the folder value Hive, Spark and Trino read as
@@ -36,7 +38,7 @@ func NewLayout(by []PartitionColumn, s *Schema) (*Layout, error) {
 	for i, p := range by {
 		c := s.Index(p.Column)
 		if c < 0 {
-			return nil, keyErr(fmt.Sprintf("files.partition_by[%d].column", i), "%q is not an output column", p.Column)
+			return nil, confkey.Errorf(fmt.Sprintf("files.partition_by[%d].column", i), "%q is not an output column", p.Column)
 		}
 		lv := layoutLevel{name: p.Name, col: c, typ: s.Fields[c].Type, format: p.Format}
 		if lv.name == "" {
@@ -49,7 +51,7 @@ func NewLayout(by []PartitionColumn, s *Schema) (*Layout, error) {
 			}
 		case String, Int32, Int64, Bool:
 		default:
-			return nil, keyErr(fmt.Sprintf("files.partition_by[%d].column", i), "column %q is %s; partition by a string, integer, bool, timestamp or date column", p.Column, lv.typ)
+			return nil, confkey.Errorf(fmt.Sprintf("files.partition_by[%d].column", i), "column %q is %s; partition by a string, integer, bool, timestamp or date column", p.Column, lv.typ)
 		}
 		l.levels = append(l.levels, lv)
 	}

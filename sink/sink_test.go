@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/logstore/logstore/internal/confkey"
 )
 
 func TestNewBuildsAndChecksTheSinks(t *testing.T) {
@@ -47,7 +49,7 @@ func TestNewBuildsAndChecksTheSinks(t *testing.T) {
 		t.Errorf("New with a missing topic = %v", err)
 	}
 	cfg.Kafka = &KafkaConfig{Topic: "out", Key: "nope"}
-	var ke *KeyError
+	var ke *confkey.Error
 	if _, err := New(ctx, cfg, deps); !errors.As(err, &ke) || ke.Key != "kafka.key" {
 		t.Errorf("New with an unknown key column = %v", err)
 	}
