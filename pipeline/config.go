@@ -20,7 +20,7 @@ import (
 // Config is a whole logstore job. Each section's type lives with the package
 // that uses it; Load applies defaults in one place and validates every section.
 type Config struct {
-	Kafka      KafkaConfig      `yaml:"kafka"`
+	Kafka      InputConfig      `yaml:"kafka"`
 	Rack       rack.Config      `yaml:"rack"`
 	Schema     SchemaConfig     `yaml:"schema"`
 	Batch      BatchConfig      `yaml:"batch"`
@@ -31,8 +31,8 @@ type Config struct {
 	Run        RunConfig        `yaml:"run"`
 }
 
-// KafkaConfig is the `kafka` section: the input cluster and the group.
-type KafkaConfig struct {
+// InputConfig is the `kafka` section: the input cluster and the group.
+type InputConfig struct {
 	Brokers  []string   `yaml:"brokers"`
 	Topics   []string   `yaml:"topics"`
 	Group    string     `yaml:"group"`

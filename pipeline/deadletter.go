@@ -8,13 +8,14 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
 )
 
-// DeadLetter is a record that could not become a row, with the reason.
-type DeadLetter struct {
+// RejectedRecord is a record that could not become a row, with the reason.
+type RejectedRecord struct {
 	Reason string
-	Record kafka.Message // the original record: topic, partition, offset, key, value, headers
+	Record record.Record // the original record: topic, partition, offset, key, value, headers
 }
 
 // deadLetterWriter stores one batch's dead letters durably. It is called
@@ -31,7 +32,7 @@ type deadBatch struct {
 	Partition   int
 	First, Last int64
 	Prefix      string
-	Letters     []DeadLetter
+	Letters     []RejectedRecord
 }
 
 // headerError carries a dead letter's reason on the Kafka destination; the
@@ -46,7 +47,7 @@ type kafkaDeadLetters struct {
 	w *kafka.Writer
 }
 
-func newKafkaDeadLetters(conn *Conn, topic string) *kafkaDeadLetters {
+func newKafkaDeadLetters(conn *Clients, topic string) *kafkaDeadLetters {
 	return &kafkaDeadLetters{w: &kafka.Writer{
 		Addr:         kafka.TCP(conn.Brokers...),
 		Transport:    conn.Transport,
@@ -87,10 +88,10 @@ func (k *kafkaDeadLetters) Close() error { return k.w.Close() }
 type fileDeadLetters struct{ files *sink.Files }
 
 func (f fileDeadLetters) writeDeadLetters(ctx context.Context, b *deadBatch) error {
-	letters := make([]sink.DeadLetter, len(b.Letters))
+	letters := make([]sink.DeadLetterRow, len(b.Letters))
 	for i, dl := range b.Letters {
 		r := &dl.Record
-		letters[i] = sink.DeadLetter{Reason: dl.Reason, Source: sink.Source{Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Time}}
+		letters[i] = sink.DeadLetterRow{Reason: dl.Reason, Source: sink.Source{Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Time}}
 	}
 	batch := sink.NewDeadLetterBatch(b.Topic, b.Partition, b.First, b.Last, letters)
 	batch.Prefix = b.Prefix

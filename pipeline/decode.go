@@ -11,9 +11,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/logstore/logstore/internal/confkey"
+	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
 )
 
@@ -227,7 +226,7 @@ func (d *Decoder) Schema() *sink.Schema { return &d.schema }
 // enough (on error too). keep is false when the where filter drops the
 // record. An error is a record the pipeline cannot take; its message is the
 // dead-letter reason.
-func (d *Decoder) Decode(msg *kafka.Message, dst sink.Row) (row sink.Row, keep bool, err error) {
+func (d *Decoder) Decode(msg *record.Record, dst sink.Row) (row sink.Row, keep bool, err error) {
 	n := len(d.cols)
 	if cap(dst) >= n {
 		row = dst[:n]
@@ -297,7 +296,7 @@ type fieldValue struct {
 	text []byte // jsonString: the string's content, unescaped
 }
 
-func (d *Decoder) field(c *column, msg *kafka.Message, st *decodeState) (any, error) {
+func (d *Decoder) field(c *column, msg *record.Record, st *decodeState) (any, error) {
 	var v fieldValue
 	switch c.src {
 	case srcPath:

@@ -18,18 +18,18 @@ import (
 	"github.com/logstore/logstore/internal/confkey"
 )
 
-// Conn holds the ways this job talks to the input cluster; every one of them
+// Clients holds the ways this job talks to the input cluster; every one of them
 // carries the same TLS and SASL settings.
-type Conn struct {
+type Clients struct {
 	Brokers   []string
 	Dialer    *kafka.Dialer    // group membership, partition readers
 	Transport *kafka.Transport // admin-style requests: offsets, metadata, commits, producers
 	Client    *kafka.Client
 }
 
-// Connect builds the dialer, transport and client from the `kafka` section.
+// NewClients builds the dialer, transport and client from the `kafka` section.
 // Nothing is dialled yet.
-func Connect(ctx context.Context, k KafkaConfig) (*Conn, error) {
+func NewClients(ctx context.Context, k InputConfig) (*Clients, error) {
 	tlsCfg, err := tlsConfig(k.TLS)
 	if err != nil {
 		return nil, err
@@ -52,7 +52,7 @@ func Connect(ctx context.Context, k KafkaConfig) (*Conn, error) {
 		SASL:        mech,
 		MetadataTTL: 30 * time.Second,
 	}
-	return &Conn{
+	return &Clients{
 		Brokers:   k.Brokers,
 		Dialer:    dialer,
 		Transport: transport,
@@ -61,7 +61,7 @@ func Connect(ctx context.Context, k KafkaConfig) (*Conn, error) {
 }
 
 // Close drops idle connections.
-func (c *Conn) Close() { c.Transport.CloseIdleConnections() }
+func (c *Clients) Close() { c.Transport.CloseIdleConnections() }
 
 func tlsConfig(t TLSConfig) (*tls.Config, error) {
 	if !t.Enabled {

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/logstore/logstore/internal/confkey"
+	"github.com/logstore/logstore/pipeline/fetch"
 	"github.com/logstore/logstore/rack"
 )
 
@@ -62,7 +63,7 @@ func (m *Metrics) generation(id int32, assigned map[string][]int) {
 }
 
 // watch exports the job's counters; readerRack decides what is same-rack.
-func (m *Metrics) watch(s *Stats, f *FetchStats, readerRack string) {
+func (m *Metrics) watch(s *Stats, f *fetch.Stats, readerRack string) {
 	counter := func(name, help string, read func() int64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(read()) })
 	}
@@ -83,7 +84,7 @@ func (m *Metrics) watch(s *Stats, f *FetchStats, readerRack string) {
 
 // fetchCollector exports fetched bytes by broker, broker rack and locality.
 type fetchCollector struct {
-	f    *FetchStats
+	f    *fetch.Stats
 	rack string
 }
 

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/logstore/logstore/internal/clock"
+	"github.com/logstore/logstore/pipeline/fetch"
 	"github.com/logstore/logstore/rack"
 	"github.com/logstore/logstore/sink"
 )
@@ -35,10 +36,10 @@ func (m Mode) replay() bool { return !m.From.IsZero() }
 // Job is one logstore run: config, connections and the sinks.
 type Job struct {
 	cfg      *Config
-	conn     *Conn
+	conn     *Clients
 	log      *slog.Logger
 	stats    *Stats
-	fetch    *FetchStats
+	fetch    *fetch.Stats
 	metrics  *Metrics
 	sinks    []sink.Sink
 	dead     []deadLetterWriter
@@ -66,11 +67,11 @@ func NewJob(ctx context.Context, cfg *Config, deps Deps) (*Job, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	conn, err := Connect(ctx, cfg.Kafka)
+	conn, err := NewClients(ctx, cfg.Kafka)
 	if err != nil {
 		return nil, err
 	}
-	j := &Job{cfg: cfg, conn: conn, log: log, stats: newStats(), fetch: &FetchStats{}, metrics: deps.Metrics, budget: newBudget(cfg.Batch.MemoryBudget)}
+	j := &Job{cfg: cfg, conn: conn, log: log, stats: newStats(), fetch: &fetch.Stats{}, metrics: deps.Metrics, budget: newBudget(cfg.Batch.MemoryBudget)}
 	if j.metrics == nil {
 		j.metrics = NewMetrics(nil)
 	}
@@ -99,7 +100,7 @@ func NewJob(ctx context.Context, cfg *Config, deps Deps) (*Job, error) {
 func (j *Job) Stats() *Stats { return j.stats }
 
 // FetchStats is the live byte counts by broker rack.
-func (j *Job) FetchStats() *FetchStats { return j.fetch }
+func (j *Job) FetchStats() *fetch.Stats { return j.fetch }
 
 // Rack is the detection result the job runs with.
 func (j *Job) Rack() rack.Result { return j.rack }
@@ -118,8 +119,8 @@ func (j *Job) Close() error {
 }
 
 // BrokerRacks asks the cluster for its brokers' racks, sorted and distinct.
-func BrokerRacks(ctx context.Context, k KafkaConfig) ([]string, error) {
-	conn, err := Connect(ctx, k)
+func BrokerRacks(ctx context.Context, k InputConfig) ([]string, error) {
+	conn, err := NewClients(ctx, k)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +128,7 @@ func BrokerRacks(ctx context.Context, k KafkaConfig) ([]string, error) {
 	return brokerRacks(ctx, conn, k)
 }
 
-func brokerRacks(ctx context.Context, conn *Conn, k KafkaConfig) ([]string, error) {
+func brokerRacks(ctx context.Context, conn *Clients, k InputConfig) ([]string, error) {
 	md, err := conn.Client.Metadata(ctx, &kafka.MetadataRequest{Topics: k.Topics})
 	if err != nil {
 		return nil, fmt.Errorf("reading cluster metadata from %s: %w (check kafka.brokers, TLS and SASL)", strings.Join(k.Brokers, ","), err)
@@ -151,7 +152,7 @@ func brokerRacks(ctx context.Context, conn *Conn, k KafkaConfig) ([]string, erro
 
 // followerFetching resolves `rack.follower_fetching`: auto asks a broker for
 // replica.selector.class; a broker that won't say is taken as leader-only.
-func followerFetching(ctx context.Context, conn *Conn, setting string, log *slog.Logger) bool {
+func followerFetching(ctx context.Context, conn *Clients, setting string, log *slog.Logger) bool {
 	switch setting {
 	case "on":
 		return true
@@ -422,7 +423,7 @@ func (j *Job) runReplay(ctx context.Context, mode Mode) error {
 func (j *Job) newWorker(topic string, partition int, commit committer, target int64, prefix string) *worker {
 	k := j.cfg.Kafka
 	log := j.log.With("topic", topic, "partition", partition)
-	reader := NewPartitionReader(ReaderConfig{
+	reader := fetch.NewPartitionReader(fetch.ReaderConfig{
 		Brokers:        k.Brokers,
 		Dialer:         j.conn.Dialer,
 		Topic:          topic,

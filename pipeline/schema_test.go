@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/goccy/go-yaml"
-	"github.com/segmentio/kafka-go"
 
 	"github.com/logstore/logstore/internal/confkey"
+	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
 )
 
@@ -83,7 +83,7 @@ func TestSchemaDefaultColumns(t *testing.T) {
 	if !reflect.DeepEqual(row, want) {
 		t.Errorf("got  %#v\nwant %#v", row, want)
 	}
-	if _, _, err := d.Decode(&kafka.Message{Value: []byte("not json")}, nil); err == nil {
+	if _, _, err := d.Decode(&record.Record{Value: []byte("not json")}, nil); err == nil {
 		t.Error("format json takes a value that is not JSON")
 	}
 }
@@ -106,13 +106,13 @@ func TestReferenceSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := newTestDecoder(t, doc.Schema)
-	row, keep, err := d.Decode(&kafka.Message{Topic: "logs", Value: []byte(
+	row, keep, err := d.Decode(&record.Record{Topic: "logs", Value: []byte(
 		`{"timestamp": "2026-11-29T07:00:00.123Z", "level": "ERROR", "http": {"status": "503"}, "labels": {"env": "prod", "n": 1}}`)}, nil)
 	want := sink.Row{utc("2026-11-29T07:00:00.123Z"), "ERROR", int32(503), map[string]string{"env": "prod", "n": "1"}, true}
 	if err != nil || !keep || !reflect.DeepEqual(row, want) {
 		t.Errorf("got %#v %v %v", row, keep, err)
 	}
-	if _, keep, _ := d.Decode(&kafka.Message{Value: []byte(`{"timestamp": "2026-11-29T07:00:00Z", "level": "DEBUG"}`)}, nil); keep {
+	if _, keep, _ := d.Decode(&record.Record{Value: []byte(`{"timestamp": "2026-11-29T07:00:00Z", "level": "DEBUG"}`)}, nil); keep {
 		t.Error("where kept a DEBUG record")
 	}
 }

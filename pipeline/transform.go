@@ -13,9 +13,9 @@ import (
 	"cel.dev/cel-go/common/types/traits"
 	"cel.dev/cel-go/ext"
 	"cel.dev/cel-go/interpreter"
-	"github.com/segmentio/kafka-go"
 
 	"github.com/logstore/logstore/internal/confkey"
+	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
 )
 
@@ -240,7 +240,7 @@ func outputFits(out, want *cel.Type) bool {
 }
 
 // transform computes the derived columns and applies the where filter.
-func (d *Decoder) transform(row sink.Row, msg *kafka.Message, st *decodeState) (bool, error) {
+func (d *Decoder) transform(row sink.Row, msg *record.Record, st *decodeState) (bool, error) {
 	if len(d.exprs) == 0 && d.where == nil {
 		return true, nil
 	}
@@ -375,7 +375,7 @@ func (c *column) fromCEL(out ref.Val) (any, error) {
 type rowActivation struct {
 	d       *Decoder
 	row     sink.Row
-	msg     *kafka.Message
+	msg     *record.Record
 	headers ref.Val
 }
 

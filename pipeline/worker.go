@@ -9,10 +9,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/segmentio/kafka-go"
 	"golang.org/x/time/rate"
 
 	"github.com/logstore/logstore/internal/clock"
+	"github.com/logstore/logstore/pipeline/fetch"
+	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
 )
 
@@ -23,7 +24,7 @@ type partitionReader interface {
 	// Offset is the next offset to read: past the last record returned, and
 	// past control batches and aborted records that were skipped.
 	Offset() int64
-	Fetch(ctx context.Context) ([]kafka.Message, int64, error)
+	Fetch(ctx context.Context) ([]record.Record, int64, error)
 	Close() error
 }
 
@@ -63,7 +64,7 @@ type openBatch struct {
 	first   int64
 	rows    []sink.Row
 	sources []sink.Source
-	dead    []DeadLetter
+	dead    []RejectedRecord
 	bytes   int64
 	opened  time.Time
 }
@@ -112,7 +113,7 @@ func (w *worker) loop(ctx context.Context) error {
 			return w.stop()
 		}
 		if err != nil {
-			var oor *OffsetOutOfRangeError
+			var oor *fetch.OffsetOutOfRangeError
 			if !errors.As(err, &oor) {
 				w.log.Warn("fetch failed; retrying", "err", err)
 				if !clock.Sleep(ctx, time.Second) {
@@ -218,7 +219,7 @@ func (w *worker) full() bool {
 // reserve takes the record's bytes from the memory budget. When the budget is
 // full, the worker cuts its own batch rather than wait for others that may be
 // waiting too; it waits only with nothing to give back.
-func (w *worker) reserve(ctx context.Context, m *kafka.Message) error {
+func (w *worker) reserve(ctx context.Context, m *record.Record) error {
 	n := w.budget.clamp(w.recordCost(m))
 	if w.budget.tryAcquire(n) {
 		w.batch.bytes += n
@@ -244,7 +245,7 @@ func (w *worker) reserve(ctx context.Context, m *kafka.Message) error {
 // and a boxed value per column) and, with `value: original`, the raw key and
 // value. On the demo's logs it is 1.2× the heap a row keeps (1,086 vs
 // 889 bytes; TestRecordCostCoversTheHeap).
-func (w *worker) recordCost(m *kafka.Message) int64 {
+func (w *worker) recordCost(m *record.Record) int64 {
 	n := len(m.Value) + 48*w.columns + 96
 	if w.originals {
 		n += len(m.Key) + len(m.Value)
@@ -253,7 +254,7 @@ func (w *worker) recordCost(m *kafka.Message) int64 {
 }
 
 // take decodes one record into the open batch, or makes it a dead letter.
-func (w *worker) take(m *kafka.Message) error {
+func (w *worker) take(m *record.Record) error {
 	w.stats.Records.Add(1)
 	if len(w.slab) < w.columns {
 		// Rows are cut from a shared block: one allocation per 256 rows
@@ -269,7 +270,7 @@ func (w *worker) take(m *kafka.Message) error {
 		case "skip":
 			w.stats.Skipped.Add(1)
 		default:
-			b.dead = append(b.dead, DeadLetter{Reason: err.Error(), Record: detach(m)})
+			b.dead = append(b.dead, RejectedRecord{Reason: err.Error(), Record: detach(m)})
 		}
 		return nil
 	}
@@ -290,12 +291,12 @@ func (w *worker) take(m *kafka.Message) error {
 // detach copies a record's bytes: the reader hands out keys and values cut
 // from one buffer per fetch, and a dead letter kept with the batch must not
 // hold a whole fetch in memory.
-func detach(m *kafka.Message) kafka.Message {
+func detach(m *record.Record) record.Record {
 	d := *m
 	d.Key, d.Value = bytes.Clone(m.Key), bytes.Clone(m.Value)
-	d.Headers = make([]kafka.Header, len(m.Headers))
+	d.Headers = make([]record.Header, len(m.Headers))
 	for i, h := range m.Headers {
-		d.Headers[i] = kafka.Header{Key: h.Key, Value: bytes.Clone(h.Value)}
+		d.Headers[i] = record.Header{Key: h.Key, Value: bytes.Clone(h.Value)}
 	}
 	return d
 }
@@ -368,7 +369,7 @@ func (w *worker) deliver(ctx context.Context, last int64) error {
 
 // outOfRange applies `kafka.on_offset_out_of_range` once the reader has
 // confirmed with the leader that next is gone (or not there yet).
-func (w *worker) outOfRange(ctx context.Context, oor *OffsetOutOfRangeError) error {
+func (w *worker) outOfRange(ctx context.Context, oor *fetch.OffsetOutOfRangeError) error {
 	next := w.next
 	if next > w.batch.first {
 		if err := w.flush(ctx, next-1); err != nil {

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
-	"github.com/segmentio/kafka-go"
 
 	"github.com/logstore/logstore/internal/loggen"
+	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
 )
 
@@ -53,7 +53,7 @@ func TestRecordCostCoversTheHeap(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	for i := 0; i < n; i++ {
 		_, v, at := gen.Next()
-		m := kafka.Message{Value: append([]byte(nil), v...), Offset: int64(i), Time: at}
+		m := record.Record{Value: append([]byte(nil), v...), Offset: int64(i), Time: at}
 		r, _, err := dec.Decode(&m, nil)
 		if err != nil {
 			t.Fatal(err)

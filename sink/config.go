@@ -17,7 +17,7 @@ type Config struct {
 	// Files writes Parquet to an object store or a folder, by URL.
 	Files *FilesConfig `yaml:"files"`
 	// Kafka produces each output row to a topic.
-	Kafka *KafkaConfig `yaml:"kafka"`
+	Kafka *KafkaOutputConfig `yaml:"kafka"`
 }
 
 // FilesConfig is `sinks.files`.
@@ -98,8 +98,8 @@ type FileConfig struct {
 	Fsync *bool `yaml:"fsync"`
 }
 
-// KafkaConfig is `sinks.kafka`.
-type KafkaConfig struct {
+// KafkaOutputConfig is `sinks.kafka`.
+type KafkaOutputConfig struct {
 	Topic string `yaml:"topic"`
 	// Brokers of the output cluster; empty means the input cluster.
 	Brokers []string `yaml:"brokers"`
@@ -194,7 +194,7 @@ func (s *S3Config) setDefaults() {
 	}
 }
 
-func (k *KafkaConfig) setDefaults() {
+func (k *KafkaOutputConfig) setDefaults() {
 	confkey.Default(&k.Value, "json")
 	confkey.Default(&k.Compression, "lz4")
 	confkey.Default(&k.BatchSize, 1000)
@@ -319,7 +319,7 @@ func (s *S3Config) validate() error {
 	return nil
 }
 
-func (k *KafkaConfig) validate() error {
+func (k *KafkaOutputConfig) validate() error {
 	if k.Topic == "" {
 		return confkey.Errorf("kafka.topic", "required: the topic to produce to")
 	}

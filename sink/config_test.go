@@ -11,7 +11,7 @@ import (
 func TestConfigDefaults(t *testing.T) {
 	t.Setenv("AWS_ENDPOINT_URL_S3", "")
 	t.Setenv("AWS_ENDPOINT_URL", "")
-	c := Config{Files: &FilesConfig{URL: "s3://b/p", PartitionBy: []PartitionColumn{{Column: "dt"}}}, Kafka: &KafkaConfig{Topic: "out"}}
+	c := Config{Files: &FilesConfig{URL: "s3://b/p", PartitionBy: []PartitionColumn{{Column: "dt"}}}, Kafka: &KafkaOutputConfig{Topic: "out"}}
 	c.SetDefaults()
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
@@ -59,7 +59,7 @@ func TestConfigValidateNamesTheKey(t *testing.T) {
 		{"kafka.value", func(c *Config) { c.Kafka.Value = "avro" }},
 		{"kafka.compression", func(c *Config) { c.Kafka.Compression = "brotli" }},
 	} {
-		c := Config{Files: &FilesConfig{URL: "file:///tmp/x"}, Kafka: &KafkaConfig{Topic: "t"}}
+		c := Config{Files: &FilesConfig{URL: "file:///tmp/x"}, Kafka: &KafkaOutputConfig{Topic: "t"}}
 		c.SetDefaults()
 		tc.set(&c)
 		err := c.Validate()
@@ -81,7 +81,7 @@ func TestConfigCheckSchema(t *testing.T) {
 	if err := c.CheckSchema(layoutSchema); err != nil {
 		t.Error(err)
 	}
-	c.Kafka = &KafkaConfig{Topic: "t", Key: "nope"}
+	c.Kafka = &KafkaOutputConfig{Topic: "t", Key: "nope"}
 	if err := c.CheckSchema(layoutSchema); !errors.As(err, &ke) || ke.Key != "kafka.key" {
 		t.Errorf("CheckSchema = %v", err)
 	}

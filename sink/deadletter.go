@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// DeadLetter is a record the pipeline could not turn into a row, with the
+// DeadLetterRow is a record the pipeline could not turn into a row, with the
 // reason.
-type DeadLetter struct {
+type DeadLetterRow struct {
 	Reason string
 	Source Source
 }
@@ -31,7 +31,7 @@ func DeadLetterSchema() *Schema { return deadLetterSchema }
 // NewDeadLetterBatch makes the dead letters of a partition's records
 // first..last into a batch with DeadLetterSchema, for Files.WriteDeadLetters.
 // Prefix is left empty; set it as for the main batch.
-func NewDeadLetterBatch(topic string, partition int, first, last int64, letters []DeadLetter) *Batch {
+func NewDeadLetterBatch(topic string, partition int, first, last int64, letters []DeadLetterRow) *Batch {
 	b := &Batch{
 		Topic: topic, Partition: partition, First: first, Last: last,
 		Schema:  deadLetterSchema,

@@ -179,7 +179,7 @@ func TestFilesDeadLetters(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
-	b := NewDeadLetterBatch("logs", 4, 500, 599, []DeadLetter{
+	b := NewDeadLetterBatch("logs", 4, 500, 599, []DeadLetterRow{
 		{Reason: "json: invalid character 'x'", Source: Source{Offset: 507, Key: []byte("k"), Value: []byte("x{"), Timestamp: ts}},
 		{Reason: "missing event_time", Source: Source{Offset: 590, Value: []byte(`{}`)}},
 	})

@@ -27,7 +27,7 @@ const (
 // headers let consumers drop the repeats.
 type Kafka struct {
 	w       *kafka.Writer
-	cfg     *KafkaConfig
+	cfg     *KafkaOutputConfig
 	brokers []string
 }
 
@@ -35,7 +35,7 @@ type Kafka struct {
 // servers; transport carries TLS and SASL (nil is plain TCP on a transport
 // of its own: kafka-go's shared default keeps a failed metadata answer for
 // every later client in the process). cfg must have had SetDefaults.
-func NewKafka(cfg *KafkaConfig, brokers []string, transport kafka.RoundTripper) (*Kafka, error) {
+func NewKafka(cfg *KafkaOutputConfig, brokers []string, transport kafka.RoundTripper) (*Kafka, error) {
 	if len(brokers) == 0 {
 		return nil, confkey.Errorf("kafka.brokers", "no brokers for the output topic %q", cfg.Topic)
 	}
@@ -111,7 +111,7 @@ func (k *Kafka) Close() error { return k.w.Close() }
 
 // KafkaMessages turns a batch into the records Write produces: key from the
 // key column, value per `value`, and the source headers.
-func KafkaMessages(cfg *KafkaConfig, b *Batch) ([]kafka.Message, error) {
+func KafkaMessages(cfg *KafkaOutputConfig, b *Batch) ([]kafka.Message, error) {
 	keyCol := -1
 	if cfg.Key != "" {
 		if keyCol = b.Schema.Index(cfg.Key); keyCol < 0 {

@@ -46,7 +46,7 @@ func TestKafkaIntegrationEveryRowWithItsSourceHeaders(t *testing.T) {
 		client.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: []string{topic}})
 	})
 
-	sinks, err := New(ctx, Config{Kafka: &KafkaConfig{Topic: topic, Key: "service", Compression: "zstd"}}, Deps{KafkaBrokers: testBrokers, Schema: logSchema})
+	sinks, err := New(ctx, Config{Kafka: &KafkaOutputConfig{Topic: topic, Key: "service", Compression: "zstd"}}, Deps{KafkaBrokers: testBrokers, Schema: logSchema})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func kafkaBatch() *Batch {
 func TestKafkaMessages(t *testing.T) {
 	b := kafkaBatch()
 	for _, value := range KafkaValues {
-		cfg := &KafkaConfig{Topic: "out", Key: "service", Value: value}
+		cfg := &KafkaOutputConfig{Topic: "out", Key: "service", Value: value}
 		cfg.setDefaults()
 		msgs, err := KafkaMessages(cfg, b)
 		if err != nil {
@@ -87,7 +87,7 @@ func TestKafkaMessages(t *testing.T) {
 			checkSourceHeaders(t, m, "in", 7, 100+int64(i))
 		}
 	}
-	cfg := &KafkaConfig{Topic: "out", Value: "original", BatchBytes: 1024}
+	cfg := &KafkaOutputConfig{Topic: "out", Value: "original", BatchBytes: 1024}
 	cfg.setDefaults()
 	b.Sources[3].Value = make([]byte, 2000)
 	_, err := KafkaMessages(cfg, b)
@@ -126,7 +126,7 @@ func TestKafkaWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	cfg := &KafkaConfig{Topic: "out", Key: "trace_id"}
+	cfg := &KafkaOutputConfig{Topic: "out", Key: "trace_id"}
 	cfg.setDefaults()
 	k, err := NewKafka(cfg, c.ListenAddrs(), nil)
 	if err != nil {
@@ -170,7 +170,7 @@ func TestKafkaWrite(t *testing.T) {
 		t.Errorf("read back %d of %d records", len(seen), len(b.Rows))
 	}
 
-	missing := &KafkaConfig{Topic: "nope"}
+	missing := &KafkaOutputConfig{Topic: "nope"}
 	missing.setDefaults()
 	k2, _ := NewKafka(missing, c.ListenAddrs(), nil)
 	defer k2.Close()
