@@ -13,6 +13,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/logstore/logstore/internal/confkey"
+	"github.com/logstore/logstore/pipeline/decode"
 	"github.com/logstore/logstore/rack"
 	"github.com/logstore/logstore/sink"
 )
@@ -20,15 +21,15 @@ import (
 // Config is a whole logstore job. Each section's type lives with the package
 // that uses it; Load applies defaults in one place and validates every section.
 type Config struct {
-	Kafka      InputConfig      `yaml:"kafka"`
-	Rack       rack.Config      `yaml:"rack"`
-	Schema     SchemaConfig     `yaml:"schema"`
-	Batch      BatchConfig      `yaml:"batch"`
-	Sinks      sink.Config      `yaml:"sinks"`
-	DeadLetter DeadLetterConfig `yaml:"dead_letter"`
-	Metrics    MetricsConfig    `yaml:"metrics"`
-	Log        LogConfig        `yaml:"log"`
-	Run        RunConfig        `yaml:"run"`
+	Kafka      InputConfig         `yaml:"kafka"`
+	Rack       rack.Config         `yaml:"rack"`
+	Schema     decode.SchemaConfig `yaml:"schema"`
+	Batch      BatchConfig         `yaml:"batch"`
+	Sinks      sink.Config         `yaml:"sinks"`
+	DeadLetter DeadLetterConfig    `yaml:"dead_letter"`
+	Metrics    MetricsConfig       `yaml:"metrics"`
+	Log        LogConfig           `yaml:"log"`
+	Run        RunConfig           `yaml:"run"`
 }
 
 // InputConfig is the `kafka` section: the input cluster and the group.

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/logstore/logstore/internal/clock"
+	"github.com/logstore/logstore/pipeline/decode"
 	"github.com/logstore/logstore/pipeline/fetch"
 	"github.com/logstore/logstore/rack"
 	"github.com/logstore/logstore/sink"
@@ -48,7 +49,7 @@ type Job struct {
 	limiter  *rate.Limiter
 	rack     rack.Result
 	follower bool
-	decoder  *Decoder
+	decoder  *decode.Decoder
 }
 
 // Deps are what the caller may supply instead of building from config.

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/logstore/logstore/internal/clock"
+	"github.com/logstore/logstore/pipeline/decode"
 	"github.com/logstore/logstore/pipeline/fetch"
 	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
@@ -35,7 +36,7 @@ type worker struct {
 	topic     string
 	partition int
 	reader    partitionReader
-	decoder   *Decoder
+	decoder   *decode.Decoder
 	commit    committer
 	sinks     []sink.Sink
 	dead      []deadLetterWriter

@@ -8,6 +8,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/logstore/logstore/internal/loggen"
+	"github.com/logstore/logstore/pipeline/decode"
 	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
 )
@@ -16,7 +17,7 @@ import (
 // per-record estimate must cover what a decoded row really holds on the heap,
 // without overstating it so much that the budget wastes memory.
 func TestRecordCostCoversTheHeap(t *testing.T) {
-	var sc struct{ Schema SchemaConfig }
+	var sc struct{ Schema decode.SchemaConfig }
 	raw := `schema:
   columns:
     - {name: ts, type: timestamp, unit: ms, required: true}
@@ -38,7 +39,7 @@ func TestRecordCostCoversTheHeap(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc.Schema.SetDefaults()
-	dec, err := NewDecoder(sc.Schema)
+	dec, err := decode.New(sc.Schema)
 	if err != nil {
 		t.Fatal(err)
 	}

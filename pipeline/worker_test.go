@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logstore/logstore/pipeline/decode"
 	"github.com/logstore/logstore/pipeline/fetch"
 	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
@@ -96,7 +97,7 @@ func logValues(n int, bad, gaps []int64) [][]byte {
 
 func testWorker(t *testing.T, log *fakeLog, maxRows int, onError string) (*worker, *fakeCommitter, *fakeSink, *fakeDead) {
 	t.Helper()
-	dec, err := NewDecoder(SchemaConfig{Columns: []ColumnConfig{{Name: "n", Type: "int64", Required: true}}})
+	dec, err := decode.New(decode.SchemaConfig{Columns: []decode.ColumnConfig{{Name: "n", Type: "int64", Required: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package decode
 
 import (
 	"encoding/json"
@@ -37,7 +37,7 @@ func benchMessage() *record.Record {
 }
 
 func benchDecoder(b *testing.B, cfg SchemaConfig) {
-	d, err := NewDecoder(cfg)
+	d, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package decode
 
 import (
 	"bytes"
@@ -95,9 +95,9 @@ func (st *decodeState) str(b []byte) string {
 	return unsafe.String(&st.strs[start], len(b))
 }
 
-// NewDecoder builds the decoder of a schema section; its errors are the
+// New builds the decoder of a schema section; its errors are the
 // config errors of Validate.
-func NewDecoder(cfg SchemaConfig) (*Decoder, error) {
+func New(cfg SchemaConfig) (*Decoder, error) {
 	cfg.Columns = slices.Clone(cfg.Columns)
 	cfg.SetDefaults()
 	return newDecoder(&cfg)

@@ -1,4 +1,4 @@
-package pipeline
+package decode
 
 import (
 	"reflect"
@@ -203,7 +203,7 @@ func TestTransformConfigErrors(t *testing.T) {
 				}
 				cols = append(cols, c)
 			}
-			_, err := NewDecoder(SchemaConfig{Columns: cols, Where: tt.where})
+			_, err := New(SchemaConfig{Columns: cols, Where: tt.where})
 			wantKeyError(t, err, tt.key, tt.msg)
 		})
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package decode
 
 import (
 	"errors"
@@ -88,7 +88,7 @@ func TestSchemaDefaultColumns(t *testing.T) {
 	}
 }
 
-// TestReferenceSchema keeps pipeline/reference-schema.yaml true: it loads
+// TestReferenceSchema keeps pipeline/decode/reference-schema.yaml true: it loads
 // strictly, validates, and decodes as it says.
 func TestReferenceSchema(t *testing.T) {
 	text, err := os.ReadFile("reference-schema.yaml")
@@ -114,38 +114,5 @@ func TestReferenceSchema(t *testing.T) {
 	}
 	if _, keep, _ := d.Decode(&record.Record{Value: []byte(`{"timestamp": "2026-11-29T07:00:00Z", "level": "DEBUG"}`)}, nil); keep {
 		t.Error("where kept a DEBUG record")
-	}
-}
-
-// TestSchemaErrorsPointAtTheLine: through the config loader, a schema
-// mistake (a CEL one too) is reported at its file:line.
-func TestSchemaErrorsPointAtTheLine(t *testing.T) {
-	head := minimalConfig + `schema:
-  columns:
-    - name: level
-      type: string
-    - name: status
-`
-	base := strings.Count(head, "\n") // the line of `- name: status`
-	tests := []struct {
-		name, rest string
-		line       int // below `- name: status`
-		key, msg   string
-	}{
-		{"bad type", "      type: int\n", 1, "schema.columns[1].type", `"int" is not one of`},
-		{"cel expr", "      type: bool\n      expr: 'level >= 500'\n", 2, "schema.columns[1].expr", "at 1:7: found no matching overload for '_>=_'"},
-		{"cel where", "      type: int32\n  where: 'lvl == \"x\"'\n", 2, "schema.where", "undeclared reference to 'lvl'"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse("t.yaml", []byte(head+tt.rest))
-			var ce *ConfigError
-			if !errors.As(err, &ce) {
-				t.Fatalf("want a *ConfigError, got %v", err)
-			}
-			if ce.Line != base+tt.line || ce.Key != tt.key || !strings.Contains(ce.Msg, tt.msg) {
-				t.Errorf("got line %d key %s: %s\nwant line %d key %s: ...%s...", ce.Line, ce.Key, ce.Msg, base+tt.line, tt.key, tt.msg)
-			}
-		})
 	}
 }

@@ -1,4 +1,4 @@
-package pipeline
+package decode
 
 import (
 	"encoding/json"
@@ -15,9 +15,9 @@ import (
 
 func newTestDecoder(t *testing.T, cfg SchemaConfig) *Decoder {
 	t.Helper()
-	d, err := NewDecoder(cfg)
+	d, err := New(cfg)
 	if err != nil {
-		t.Fatalf("NewDecoder: %v", err)
+		t.Fatalf("New: %v", err)
 	}
 	return d
 }
@@ -387,7 +387,7 @@ func FuzzDecodeJSON(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	d, err := NewDecoder(SchemaConfig{Columns: []ColumnConfig{{Name: "s", Type: sink.String}}})
+	d, err := New(SchemaConfig{Columns: []ColumnConfig{{Name: "s", Type: sink.String}}})
 	if err != nil {
 		f.Fatal(err)
 	}
