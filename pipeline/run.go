@@ -310,14 +310,14 @@ func (j *Job) runPartitions(ctx, gctx context.Context, assigned map[string][]int
 	return true, nil
 }
 
-// start is a worker and where it begins.
-type start struct {
+// readyWorker is a worker and where it begins.
+type readyWorker struct {
 	w   *worker
 	pos position
 }
 
 // prepare reads the group's positions and makes a worker per partition.
-func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit committer, targets map[string]map[int]int64, mode Mode) ([]start, error) {
+func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit committer, targets map[string]map[int]int64, mode Mode) ([]readyWorker, error) {
 	var positions map[string]map[int]position
 	if _, ok := commit.(noCommit); !ok {
 		var err error
@@ -325,11 +325,11 @@ func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit com
 			return nil, err
 		}
 	}
-	var starts []start
+	var ready []readyWorker
 	for topic, ps := range assigned {
-		offsets, err := j.starts(ctx, topic, ps, positions[topic], mode)
+		offsets, err := j.uncommittedStarts(ctx, topic, ps, positions[topic], mode)
 		if err != nil {
-			for _, s := range starts {
+			for _, s := range ready {
 				s.w.reader.Close()
 			}
 			return nil, err
@@ -343,14 +343,14 @@ func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit com
 			if targets != nil {
 				target = targets[topic][p]
 			}
-			starts = append(starts, start{j.newWorker(topic, p, commit, target, mode.Prefix), pos})
+			ready = append(ready, readyWorker{j.newWorker(topic, p, commit, target, mode.Prefix), pos})
 		}
 	}
-	return starts, nil
+	return ready, nil
 }
 
-// starts resolves where partitions with no commit begin.
-func (j *Job) starts(ctx context.Context, topic string, ps []int, committed map[int]position, mode Mode) (map[int]int64, error) {
+// uncommittedStarts resolves where partitions with no commit begin.
+func (j *Job) uncommittedStarts(ctx context.Context, topic string, ps []int, committed map[int]position, mode Mode) (map[int]int64, error) {
 	if mode.replay() {
 		return offsetsForTime(ctx, j.conn.Client, topic, ps, mode.From)
 	}
@@ -363,7 +363,7 @@ func (j *Job) starts(ctx context.Context, topic string, ps []int, committed map[
 	if len(fresh) == 0 {
 		return map[int]int64{}, nil
 	}
-	return startOffsets(ctx, j.conn.Client, topic, fresh, j.cfg.Kafka.StartOffset)
+	return resolveStartOffset(ctx, j.conn.Client, topic, fresh, j.cfg.Kafka.StartOffset)
 }
 
 // endOffsets are the UntilNow targets: each partition's end (the last stable
@@ -441,7 +441,7 @@ func (j *Job) newWorker(topic string, partition int, commit committer, target in
 	})
 	return &worker{
 		topic: topic, partition: partition, reader: reader, decoder: j.decoder, commit: commit,
-		sinks: j.sinks, dead: j.dead, onError: j.cfg.DeadLetter.OnError, oor: k.OnOffsetOutOfRange,
+		sinks: j.sinks, dead: j.dead, onError: j.cfg.DeadLetter.OnError, onOutOfRange: k.OnOffsetOutOfRange,
 		limits: j.cfg.Batch, budget: j.budget, limiter: j.limiter, stats: j.stats, prefix: prefix,
 		target: target, flushWait: j.cfg.Run.ShutdownTimeout, log: log,
 		originals: j.cfg.Sinks.Kafka != nil && j.cfg.Sinks.Kafka.Value == "original", columns: len(j.decoder.Schema().Fields),

@@ -29,29 +29,27 @@ type partitionReader interface {
 	Close() error
 }
 
-// worker runs the commit protocol for one partition (see DESIGN.md):
-// read from the committed offset c, cut at b, mark (c, "cut:b"), write every
-// sink under names made of (topic, partition, c, b), then commit b+1.
+// worker runs the commit protocol (see the package doc) for one partition.
 type worker struct {
-	topic     string
-	partition int
-	reader    partitionReader
-	decoder   *decode.Decoder
-	commit    committer
-	sinks     []sink.Sink
-	dead      []deadLetterWriter
-	onError   string // dead_letter, skip or fail
-	oor       string // on_offset_out_of_range: fail, earliest, latest
-	limits    BatchConfig
-	budget    *budget
-	limiter   *rate.Limiter // nil: unlimited
-	stats     *Stats
-	prefix    string // object-name prefix (replays)
-	target    int64  // stop once the next offset reaches it; -1 streams on
-	originals bool   // keep each row's source key and value (sinks.kafka.value: original)
-	columns   int    // output columns, for the memory estimate
-	flushWait time.Duration
-	log       *slog.Logger
+	topic        string
+	partition    int
+	reader       partitionReader
+	decoder      *decode.Decoder
+	commit       committer
+	sinks        []sink.Sink
+	dead         []deadLetterWriter
+	onError      string // dead_letter, skip or fail
+	onOutOfRange string // on_offset_out_of_range: fail, earliest, latest
+	limits       BatchConfig
+	budget       *budget
+	limiter      *rate.Limiter // nil: unlimited
+	stats        *Stats
+	prefix       string // object-name prefix (replays)
+	target       int64  // stop once the next offset reaches it; -1 streams on
+	originals    bool   // keep each row's source key and value (sinks.kafka.value: original)
+	columns      int    // output columns, for the memory estimate
+	flushWait    time.Duration
+	log          *slog.Logger
 
 	batch   openBatch
 	next    int64 // the next offset to take
@@ -114,15 +112,15 @@ func (w *worker) loop(ctx context.Context) error {
 			return w.stop()
 		}
 		if err != nil {
-			var oor *fetch.OffsetOutOfRangeError
-			if !errors.As(err, &oor) {
+			var rangeErr *fetch.OffsetOutOfRangeError
+			if !errors.As(err, &rangeErr) {
 				w.log.Warn("fetch failed; retrying", "err", err)
 				if !clock.Sleep(ctx, time.Second) {
 					return w.stop()
 				}
 				continue
 			}
-			if err := w.outOfRange(ctx, oor); err != nil {
+			if err := w.outOfRange(ctx, rangeErr); err != nil {
 				return err
 			}
 			continue
@@ -370,24 +368,24 @@ func (w *worker) deliver(ctx context.Context, last int64) error {
 
 // outOfRange applies `kafka.on_offset_out_of_range` once the reader has
 // confirmed with the leader that next is gone (or not there yet).
-func (w *worker) outOfRange(ctx context.Context, oor *fetch.OffsetOutOfRangeError) error {
+func (w *worker) outOfRange(ctx context.Context, rangeErr *fetch.OffsetOutOfRangeError) error {
 	next := w.next
 	if next > w.batch.first {
 		if err := w.flush(ctx, next-1); err != nil {
 			return err
 		}
 	}
-	to := oor.LogStart
-	if w.oor == "latest" || next > oor.LogEnd {
-		to = oor.LogEnd
+	to := rangeErr.LogStart
+	if w.onOutOfRange == "latest" || next > rangeErr.LogEnd {
+		to = rangeErr.LogEnd
 	}
 	lost := max(0, to-next)
-	if w.oor == "fail" && next < oor.LogStart {
+	if w.onOutOfRange == "fail" && next < rangeErr.LogStart {
 		return errFatal{fmt.Errorf("%s/%d: offset %d is gone (the log now starts at %d): retention deleted %d records before they were read; "+
-			"set kafka.on_offset_out_of_range: earliest to continue from %d", w.topic, w.partition, next, oor.LogStart, oor.LogStart-next, oor.LogStart)}
+			"set kafka.on_offset_out_of_range: earliest to continue from %d", w.topic, w.partition, next, rangeErr.LogStart, rangeErr.LogStart-next, rangeErr.LogStart)}
 	}
 	w.stats.LostRecords.Add(lost)
-	w.log.Warn("offset out of range; moving on", "offset", next, "log_start", oor.LogStart, "log_end", oor.LogEnd, "to", to, "lost_records", lost, "policy", w.oor)
+	w.log.Warn("offset out of range; moving on", "offset", next, "log_start", rangeErr.LogStart, "log_end", rangeErr.LogEnd, "to", to, "lost_records", lost, "policy", w.onOutOfRange)
 	w.reader.SetOffset(to)
 	w.batch.first, w.next, w.cut = to, to, -1
 	return nil

@@ -104,7 +104,7 @@ func testWorker(t *testing.T, log *fakeLog, maxRows int, onError string) (*worke
 	c, s, d := &fakeCommitter{}, &fakeSink{}, &fakeDead{}
 	return &worker{
 		topic: "t", reader: log, decoder: dec, columns: len(dec.Schema().Fields), commit: c, sinks: []sink.Sink{s}, dead: []deadLetterWriter{d},
-		onError: onError, oor: "fail", limits: BatchConfig{MaxRows: maxRows, MaxBytes: 1 << 30, MaxAge: time.Hour},
+		onError: onError, onOutOfRange: "fail", limits: BatchConfig{MaxRows: maxRows, MaxBytes: 1 << 30, MaxAge: time.Hour},
 		budget: newBudget(1 << 30), stats: newStats(), target: int64(len(log.values)), flushWait: time.Second,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}, c, s, d
@@ -214,7 +214,7 @@ func TestWorkerOffsetOutOfRange(t *testing.T) {
 		t.Run(policy, func(t *testing.T) {
 			log := &fakeLog{values: logValues(6, nil, nil), perFetch: 10, logStart: 3}
 			w, _, s, _ := testWorker(t, log, 10, "dead_letter")
-			w.oor = policy
+			w.onOutOfRange = policy
 			err := w.run(context.Background(), position{1, -1})
 			switch policy {
 			case "fail":

@@ -30,9 +30,9 @@ func init() {
 // Failpoint names, in the order a batch passes them.
 const (
 	FailFetched   = "fetched"      // a fetch returned records
-	FailMarked    = "marked"       // the cut mark (c, "cut:b") is committed
+	FailMarked    = "marked"       // first is committed with the cut mark "cut:<last>"
 	FailFileSaved = "file-written" // one file of a batch is stored; more may follow
-	FailDelivered = "delivered"    // every sink has the batch; b+1 not yet committed
+	FailDelivered = "delivered"    // every sink has the batch; next not yet committed
 )
 
 // Failpoint kills the process if LOGSTORE_FAILPOINT names this point and its

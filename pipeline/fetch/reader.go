@@ -370,8 +370,8 @@ func (r *PartitionReader) Fetch(ctx context.Context) (msgs []record.Record, high
 			if err == nil {
 				continue // the log moved under us; the offset is valid again
 			}
-			var oor *OffsetOutOfRangeError
-			if errors.As(err, &oor) {
+			var rangeErr *OffsetOutOfRangeError
+			if errors.As(err, &rangeErr) {
 				return nil, 0, err
 			}
 			if err := r.retryOrGiveUp(ctx, "confirm offset out of range", err); err != nil {

@@ -267,12 +267,12 @@ func TestReaderOffsetOutOfRange(t *testing.T) {
 		r := testReader(t, c.ListenAddrs(), ReaderConfig{})
 		r.SetOffset(offset)
 		_, _, err := r.Fetch(context.Background())
-		var oor *OffsetOutOfRangeError
-		if !errors.As(err, &oor) || !errors.Is(err, kafka.OffsetOutOfRange) {
+		var rangeErr *OffsetOutOfRangeError
+		if !errors.As(err, &rangeErr) || !errors.Is(err, kafka.OffsetOutOfRange) {
 			t.Fatalf("offset %d: err %v, want *OffsetOutOfRangeError", offset, err)
 		}
-		if *oor != (OffsetOutOfRangeError{Topic: testTopic, Offset: offset, LogStart: 3, LogEnd: 10}) {
-			t.Fatalf("offset %d: %+v", offset, *oor)
+		if *rangeErr != (OffsetOutOfRangeError{Topic: testTopic, Offset: offset, LogStart: 3, LogEnd: 10}) {
+			t.Fatalf("offset %d: %+v", offset, *rangeErr)
 		}
 		if r.Offset() != offset {
 			t.Fatalf("the reader moved to %d by itself", r.Offset())
