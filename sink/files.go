@@ -49,7 +49,7 @@ func NewFiles(ctx context.Context, cfg *FilesConfig) (*Files, error) {
 	default:
 		store = NewFileStore(loc.Dir, *cfg.File.Fsync)
 	}
-	f, err := NewFilesOn(store, prefix, cfg)
+	f, err := newFilesOn(store, prefix, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -61,9 +61,9 @@ func NewFiles(ctx context.Context, cfg *FilesConfig) (*Files, error) {
 	return f, nil
 }
 
-// NewFilesOn writes to a given store below prefix; NewFiles uses it, tests
-// and tools may too.
-func NewFilesOn(store Store, prefix string, cfg *FilesConfig) (*Files, error) {
+// newFilesOn writes to a given store below prefix; NewFiles uses it, and
+// tests use it with stores of their own.
+func newFilesOn(store Store, prefix string, cfg *FilesConfig) (*Files, error) {
 	spool, err := NewSpool(cfg.SpoolDir)
 	if err != nil {
 		return nil, err

@@ -315,7 +315,7 @@ func TestS3IntegrationWriteRidesOutAServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	slow := &slowStore{Store: s3store, bytesPerSecond: 4 << 20}
-	f, err := NewFilesOn(slow, "restart", cfg)
+	f, err := newFilesOn(slow, "restart", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
