@@ -7,10 +7,12 @@ package testkit
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -135,5 +137,43 @@ func RepoRoot(t testing.TB) string {
 			t.Fatal("no go.mod above the working directory")
 		}
 		dir = parent
+	}
+}
+
+// StartIMDSMock runs amazon-ec2-metadata-mock with IMDSv2 enforced, through
+// the script a person uses, on a free port; it is stopped when the test ends.
+func StartIMDSMock(t *testing.T, zoneName, zoneID string) string {
+	t.Helper()
+	script := filepath.Join(RepoRoot(t), "scripts", "imds-mock.sh")
+	if _, err := os.Stat(script); err != nil {
+		t.Fatalf("the IMDS mock script is missing: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+
+	// The first start may build the mock; later ones are quick.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, script, "start", zoneName, zoneID, port).CombinedOutput(); err != nil {
+		t.Fatalf("imds-mock.sh start: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command(script, "stop", port).CombinedOutput(); err != nil {
+			t.Errorf("imds-mock.sh stop: %v\n%s", err, out)
+		}
+	})
+	endpoint := "http://127.0.0.1:" + port
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if c, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
+			c.Close()
+			return endpoint
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the IMDS mock does not listen on %s", endpoint)
+		}
 	}
 }
