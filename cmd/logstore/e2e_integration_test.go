@@ -19,13 +19,14 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/logstore/logstore/internal/loggen"
+	"github.com/logstore/logstore/internal/testkit"
 )
 
 // The end-to-end tests run the logstore binary, as a user does, against the
 // real three-rack cluster (scripts/kafka-cluster.sh), and check the output
 // with pyarrow (scripts/verify_dataset.py), an independent reader.
 
-const bootstrap = "127.0.0.1:19092,127.0.0.1:29092,127.0.0.1:39092"
+var bootstrap = strings.Join(testkit.Brokers, ",")
 
 var (
 	buildOnce sync.Once
