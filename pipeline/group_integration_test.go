@@ -383,7 +383,7 @@ func groupName(t *testing.T, suffix string) string {
 	return fmt.Sprintf("logstore-%s%s-%d", testkit.UnsafeTopicChars.ReplaceAllString(t.Name(), "-"), suffix, time.Now().UnixNano())
 }
 
-// produceLogs writes perPartition LogGen records to each of the topic's
+// produceLogs writes perPartition loggen records to each of the topic's
 // partitions, acknowledged by every in-sync replica.
 func produceLogs(t *testing.T, topic string, partitions, perPartition int, seed uint64) {
 	t.Helper()

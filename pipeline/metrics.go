@@ -18,7 +18,7 @@ import (
 )
 
 // Metrics exposes the job's counters to Prometheus. Counters are read from
-// Stats and FetchStats at scrape time, so the hot path only does atomic adds.
+// Stats and fetch.Stats at scrape time, so the hot path only does atomic adds.
 type Metrics struct {
 	reg       *prometheus.Registry
 	rackInfo  *prometheus.GaugeVec

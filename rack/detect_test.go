@@ -170,7 +170,7 @@ func TestDetectRejectsUnknownProvider(t *testing.T) {
 	_, err := Detect(context.Background(), Config{Providers: []string{"env", "openstack"}}, discardLog())
 	var keyErr *confkey.Error
 	if !errors.As(err, &keyErr) || keyErr.Key != "providers[1]" {
-		t.Errorf("err = %v, want a KeyError on providers[1]", err)
+		t.Errorf("err = %v, want a *confkey.Error on providers[1]", err)
 	}
 }
 
