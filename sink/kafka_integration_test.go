@@ -71,7 +71,7 @@ func TestKafkaIntegrationEveryRowWithItsSourceHeaders(t *testing.T) {
 		}
 		seen[src]++
 		row := b.Rows[src.offset-b.First]
-		if want, _ := AppendRowJSON(nil, logSchema, row); string(m.Value) != string(want) {
+		if want, _ := appendRowJSON(nil, logSchema, row); string(m.Value) != string(want) {
 			t.Errorf("source %v: value %s, want %s", src, m.Value, want)
 		}
 		if string(m.Key) != row[2] {

@@ -32,8 +32,8 @@ type layoutLevel struct {
 	format string
 }
 
-// NewLayout resolves partition_by against the output schema.
-func NewLayout(by []PartitionColumn, s *Schema) (*Layout, error) {
+// newLayout resolves partition_by against the output schema.
+func newLayout(by []PartitionColumn, s *Schema) (*Layout, error) {
 	l := &Layout{}
 	for i, p := range by {
 		c := s.Index(p.Column)
@@ -160,11 +160,11 @@ func (l *Layout) Group(rows []Row) []FolderGroup {
 	return groups
 }
 
-// ObjectKey is a file's key below the sink's root:
+// objectKey is a file's key below the sink's root:
 // {prefix}/{folder}/{topic}-{partition}-{first}-{last}[-{n}].parquet, where
 // part n > 0 numbers the files a folder splits into at max_file_bytes.
 // Empty parts are left out.
-func ObjectKey(prefix, folder string, b *Batch, part int) string {
+func objectKey(prefix, folder string, b *Batch, part int) string {
 	name := b.Name()
 	if part > 0 {
 		name += "-" + strconv.Itoa(part)
