@@ -1,3 +1,5 @@
+// Package loggen makes the demo's input: realistic JSON application logs.
+// It is for the demo, the benchmarks and the tests, never the job itself.
 package loggen
 
 import (
