@@ -1,7 +1,8 @@
 // Package testkit is what the integration tests of every package share: the
 // three-rack test cluster of scripts/kafka-cluster.sh (node 1 in az-a on
 // 127.0.0.1:19092, node 2 in az-b on 29092, node 3 in az-c on 39092, with
-// RackAwareReplicaSelector), topics on it and producers to them.
+// RackAwareReplicaSelector), topics on it, producers to them, and the IMDS
+// mock of scripts/imds-mock.sh.
 package testkit
 
 import (
