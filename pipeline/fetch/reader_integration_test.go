@@ -233,8 +233,9 @@ func TestIntegrationReaderFailover(t *testing.T) {
 	stopDone := make(chan time.Time, 1)
 	stopAt := time.Now()
 	stopped.Store(true)
+	script := filepath.Join(testkit.RepoRoot(t), "scripts", "kafka-cluster.sh")
 	go func() {
-		out, err := exec.Command(filepath.Join("..", "scripts", "kafka-cluster.sh"), "stop-node", "2").CombinedOutput()
+		out, err := exec.Command(script, "stop-node", "2").CombinedOutput()
 		if err != nil {
 			t.Errorf("stop-node 2: %v\n%s", err, out)
 		}
