@@ -12,6 +12,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 
+	"github.com/logstore/logstore/internal/secret"
 	"github.com/logstore/logstore/rack"
 	"github.com/logstore/logstore/sink"
 )
@@ -126,19 +127,8 @@ type RunConfig struct {
 	ProgressInterval time.Duration `yaml:"progress_interval"`
 }
 
-// Secret is a string that never prints.
-type Secret string
-
-// MarshalYAML redacts the value.
-func (s Secret) MarshalYAML() (any, error) {
-	if s == "" {
-		return "", nil
-	}
-	return "<redacted>", nil
-}
-
-// String redacts the value.
-func (s Secret) String() string { return "<redacted>" }
+// Secret is a string that never prints; in YAML it may be `${file:/path}`.
+type Secret = secret.Secret
 
 // SetDefaults fills every zero field; it is the one place defaults live for
 // the pipeline's own sections.

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCheckRedactsSecrets: a SASL password from the environment and an S3
+// secret key from a file are read (a missing file is an error at its
+// file:line) and shown by `check` only as <redacted>.
+func TestCheckRedactsSecrets(t *testing.T) {
+	const password, s3Secret = "Kafka-Pa55word", "S3-secret/Key+9"
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "s3-secret-key")
+	if err := os.WriteFile(keyFile, []byte(s3Secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LOGSTORE_TEST_PASSWORD", password)
+	config := func(secretRef string) string {
+		path := filepath.Join(dir, "job.yaml")
+		text := fmt.Sprintf(`kafka:
+  brokers: [127.0.0.1:9096]
+  topics: [logs]
+  group: g
+  tls: {enabled: true}
+  sasl:
+    mechanism: scram-sha-512
+    username: logstore
+    password: ${LOGSTORE_TEST_PASSWORD}
+sinks:
+  files:
+    url: s3://bucket/logs
+    s3:
+      access_key_id: AKIDEXAMPLE
+      secret_access_key: %s
+dead_letter: {on_error: skip}
+`, secretRef)
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+
+	code, stdout, stderr := runCLI(t, "check", "-c", config("${file:"+keyFile+"}"))
+	if code != exitOK {
+		t.Fatalf("check: exit %d\n%s", code, stderr)
+	}
+	for _, want := range []string{"password: <redacted>", "secret_access_key: <redacted>", "access_key_id: AKIDEXAMPLE"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("check does not show %q:\n%s", want, stdout)
+		}
+	}
+	for _, secret := range []string{password, s3Secret} {
+		if strings.Contains(stdout+stderr, secret) {
+			t.Errorf("check printed %q", secret)
+		}
+	}
+
+	path := config("${file:" + dir + "/missing}")
+	code, _, stderr = runCLI(t, "check", "-c", path)
+	if want := path + ":15:7: secret_access_key: secret file"; code != exitUsage || !strings.Contains(stderr, want) {
+		t.Errorf("missing secret file: exit %d, %q; want exit %d and %q", code, stderr, exitUsage, want)
+	}
+}
