@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -472,10 +473,15 @@ func parentKey(key string) string {
 
 var envRef = regexp.MustCompile(`\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 
+// secretRef is a secret key whose whole value is one ${VAR}.
+var secretRef = regexp.MustCompile(`^\s*(?:-\s+)?(?:password|secret_access_key):\s+\$\{[A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\}\s*(?:#.*)?$`)
+
 // expandEnv replaces ${VAR} and ${VAR:-default} in the raw text ($$ is a
 // literal $). Expanding before parsing keeps line numbers and lets a variable
 // hold any YAML scalar; an unset variable without a default is an error, so a
-// missing secret fails at start instead of becoming an empty password.
+// missing secret fails at start instead of becoming an empty password. A
+// secret key's ${VAR} becomes a quoted string, so a password with YAML in it
+// (`: `, ` #`, a leading @ or [) stays whole and never shows in a YAML error.
 func expandEnv(name string, raw []byte) ([]byte, error) {
 	var firstErr error
 	lines := strings.Split(string(raw), "\n")
@@ -483,16 +489,20 @@ func expandEnv(name string, raw []byte) ([]byte, error) {
 		if strings.HasPrefix(strings.TrimSpace(line), "#") {
 			continue
 		}
+		quote := func(v string) string { return v }
+		if secretRef.MatchString(line) {
+			quote = strconv.Quote
+		}
 		lines[i] = envRef.ReplaceAllStringFunc(line, func(m string) string {
 			if m == "$$" {
 				return "$"
 			}
 			sub := envRef.FindStringSubmatch(m)
 			if v, ok := os.LookupEnv(sub[1]); ok && v != "" {
-				return v
+				return quote(v)
 			}
 			if sub[2] != "" {
-				return sub[3]
+				return quote(sub[3])
 			}
 			if firstErr == nil {
 				firstErr = &ConfigError{File: name, Line: i + 1, Column: strings.Index(line, m) + 1, Key: m,
