@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/logstore/logstore/internal/confkey"
+	"github.com/logstore/logstore/internal/secret"
 	"github.com/logstore/logstore/pipeline/decode"
 	"github.com/logstore/logstore/rack"
 	"github.com/logstore/logstore/sink"
@@ -128,19 +130,8 @@ type RunConfig struct {
 	ProgressInterval time.Duration `yaml:"progress_interval"`
 }
 
-// Secret is a string that never prints.
-type Secret string
-
-// MarshalYAML redacts the value.
-func (s Secret) MarshalYAML() (any, error) {
-	if s == "" {
-		return "", nil
-	}
-	return "<redacted>", nil
-}
-
-// String redacts the value.
-func (s Secret) String() string { return "<redacted>" }
+// Secret is a string that never prints; in YAML it may be `${file:/path}`.
+type Secret = secret.Secret
 
 // SetDefaults fills every zero field; it is the one place defaults live for
 // the pipeline's own sections.
@@ -454,10 +445,15 @@ func parentKey(key string) string {
 
 var envRef = regexp.MustCompile(`\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 
+// secretRef is a secret key whose whole value is one ${VAR}.
+var secretRef = regexp.MustCompile(`^\s*(?:-\s+)?(?:password|secret_access_key):\s+\$\{[A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\}\s*(?:#.*)?$`)
+
 // expandEnv replaces ${VAR} and ${VAR:-default} in the raw text ($$ is a
 // literal $). Expanding before parsing keeps line numbers and lets a variable
 // hold any YAML scalar; an unset variable without a default is an error, so a
-// missing secret fails at start instead of becoming an empty password.
+// missing secret fails at start instead of becoming an empty password. A
+// secret key's ${VAR} becomes a quoted string, so a password with YAML in it
+// (`: `, ` #`, a leading @ or [) stays whole and never shows in a YAML error.
 func expandEnv(name string, raw []byte) ([]byte, error) {
 	var firstErr error
 	lines := strings.Split(string(raw), "\n")
@@ -465,16 +461,20 @@ func expandEnv(name string, raw []byte) ([]byte, error) {
 		if strings.HasPrefix(strings.TrimSpace(line), "#") {
 			continue
 		}
+		quote := func(v string) string { return v }
+		if secretRef.MatchString(line) {
+			quote = strconv.Quote
+		}
 		lines[i] = envRef.ReplaceAllStringFunc(line, func(m string) string {
 			if m == "$$" {
 				return "$"
 			}
 			sub := envRef.FindStringSubmatch(m)
 			if v, ok := os.LookupEnv(sub[1]); ok && v != "" {
-				return v
+				return quote(v)
 			}
 			if sub[2] != "" {
-				return sub[3]
+				return quote(sub[3])
 			}
 			if firstErr == nil {
 				firstErr = &ConfigError{File: name, Line: i + 1, Column: strings.Index(line, m) + 1, Key: m,

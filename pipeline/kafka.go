@@ -8,14 +8,13 @@ import (
 	"os"
 	"time"
 
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/sasl"
-	mskiam "github.com/segmentio/kafka-go/sasl/aws_msk_iam_v2"
 	"github.com/segmentio/kafka-go/sasl/plain"
 	"github.com/segmentio/kafka-go/sasl/scram"
 
 	"github.com/logstore/logstore/internal/confkey"
+	"github.com/logstore/logstore/internal/mskiam"
 )
 
 // Clients holds the ways this job talks to the input cluster; every one of them
@@ -106,13 +105,11 @@ func saslMechanism(ctx context.Context, s SASLConfig) (sasl.Mechanism, error) {
 		}
 		return m, nil
 	case "aws-msk-iam":
-		// The default credential chain: IRSA or EKS Pod Identity on EKS,
-		// the instance profile on EC2/EMR, env vars elsewhere.
-		awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+		m, err := mskiam.New(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("kafka.sasl: loading AWS credentials for MSK IAM: %w", err)
+			return nil, fmt.Errorf("kafka.sasl: %w", err)
 		}
-		return mskiam.NewMechanism(awsCfg), nil
+		return m, nil
 	}
 	return nil, confkey.Errorf("kafka.sasl.mechanism", "unknown mechanism %q", s.Mechanism)
 }

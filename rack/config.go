@@ -29,6 +29,10 @@ type Config struct {
 	// Balancer is the group balancer: rack-aware (default) or range/round-robin
 	// for comparison.
 	Balancer string `yaml:"balancer"`
+	// IMDSv1Fallback lets aws-imds fall back to IMDSv1 (requests without a
+	// session token) when the token request is refused. Off: IMDSv1 is
+	// the flow server-side request forgery abuses.
+	IMDSv1Fallback bool `yaml:"imds_v1_fallback"`
 }
 
 // DefaultProviders is the detection chain when the config names none.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/logstore/logstore/internal/confkey"
+	"github.com/logstore/logstore/internal/secret"
 )
 
 // Config is the `sinks` section. At least one sink must be set.
@@ -89,6 +90,11 @@ type S3Config struct {
 	MaxBackoff  time.Duration `yaml:"max_backoff"`
 	// Preflight checks at start that the bucket exists and takes writes.
 	Preflight *bool `yaml:"preflight"`
+	// AccessKeyID and SecretAccessKey are static credentials, for
+	// S3-compatible servers outside AWS; empty takes the SDK's chain. The
+	// secret is redacted wherever the config is printed or logged.
+	AccessKeyID     string        `yaml:"access_key_id"`
+	SecretAccessKey secret.Secret `yaml:"secret_access_key"`
 }
 
 // FileConfig is `sinks.files.file`, for file:// URLs.
@@ -315,6 +321,9 @@ func (s *S3Config) validate() error {
 	}
 	if s.MaxBackoff < time.Second {
 		return confkey.Errorf("files.s3.max_backoff", "%s is below the minimum of 1s", s.MaxBackoff)
+	}
+	if (s.AccessKeyID == "") != (s.SecretAccessKey == "") {
+		return confkey.Errorf("files.s3.secret_access_key", "set access_key_id and secret_access_key together (e.g. secret_access_key: ${file:/run/secrets/s3-secret-key}), or neither to use the AWS SDK's credential chain")
 	}
 	return nil
 }
