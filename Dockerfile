@@ -1,17 +1,35 @@
 # logstore as a container job (EKS, EMR on EKS, ECS). Static binary on a
-# distroless base: no shell, runs as nonroot.
+# distroless base: no shell, no package manager, runs as the nonroot user
+# (UID/GID 65532, numeric so Kubernetes' runAsNonRoot can verify it).
+#
+# Read-only root filesystem: logstore writes only its spool, the Parquet
+# files waiting for upload (sinks.files.spool_dir, /var/spool/logstore in
+# configs/emr-eks.yaml; TMPDIR points there too, so the default spool and
+# any temporary file land on it). Mount a writable volume there and run
+# with the root read-only:
+#   docker run --read-only -v logstore-spool:/var/spool/logstore IMAGE run -c /etc/logstore/emr-eks.yaml
+#   Kubernetes: readOnlyRootFilesystem: true and an emptyDir at
+#   /var/spool/logstore (configs/k8s/deployment.yaml).
+# The folder is created owned by 65532 in the image, so a fresh Docker
+# volume mounted there starts writable by the nonroot user.
 FROM golang:1.26 AS build
+# go.mod's toolchain line names the patched Go release to build with; the
+# golang image pins GOTOOLCHAIN=local, which would ignore it.
+ENV GOTOOLCHAIN=auto
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/logstore ./cmd/logstore
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/logstore ./cmd/logstore \
+	&& mkdir -p /out/spool
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/logstore /usr/local/bin/logstore
 COPY configs/ /etc/logstore/
-# Parquet batches are spooled here before upload; mount an emptyDir.
+COPY --from=build --chown=65532:65532 /out/spool /var/spool/logstore
+ENV TMPDIR=/var/spool/logstore
+USER 65532:65532
 VOLUME /var/spool/logstore
 ENTRYPOINT ["/usr/local/bin/logstore"]
 CMD ["run", "-c", "/etc/logstore/emr-eks.yaml"]

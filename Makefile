@@ -4,6 +4,10 @@
 #               Kafka cluster, an S3 server and an IMDS mock (installed and
 #               started by scripts/test.sh, stopped again afterwards)
 GO ?= go
+# go.mod's toolchain line names the patched Go release; "auto" fetches it
+# through the module proxy when the local go is older. An explicit
+# GOTOOLCHAIN in the environment wins.
+export GOTOOLCHAIN ?= auto
 
 .PHONY: build demo test unit bench clean
 

@@ -63,11 +63,7 @@ func filesUnder(t *testing.T, dir string) []string {
 // exactly the files of its first run, under _backfill/ where the table's
 // readers skip it, with a manifest.
 func TestBackfillIsIdempotent(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "logs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := fakeCluster(t, kfake.SeedTopics(2, "logs"))
 	base := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
 	produceAt := func(n int) {
 		w := &kafka.Writer{Addr: kafka.TCP(c.ListenAddrs()...), Topic: "logs", Balancer: &kafka.RoundRobin{}, BatchTimeout: time.Millisecond, Transport: &kafka.Transport{}}

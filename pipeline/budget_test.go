@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/logstore/logstore/pipeline/record"
 )
 
 // TestWorkerRecutNeverWaitsOnTheBudget: a pending cut cannot end early, so
@@ -14,7 +14,7 @@ import (
 // OOM, or taken by other partitions' re-cuts).
 func TestWorkerRecutNeverWaitsOnTheBudget(t *testing.T) {
 	w, _, s, _ := testWorker(t, &fakeLog{values: logValues(6, nil, nil), perFetch: 10}, 100, "dead_letter")
-	cost := w.recordCost(&kafka.Message{Value: []byte(`{"n": 0}`)})
+	cost := w.recordCost(&record.Record{Value: []byte(`{"n": 0}`)})
 	w.budget = newBudget(2 * cost)
 	// A deadlock guard, not a timing: the run ends long before.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,6 +13,9 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 
+	"github.com/logstore/logstore/internal/confkey"
+	"github.com/logstore/logstore/internal/secret"
+	"github.com/logstore/logstore/pipeline/decode"
 	"github.com/logstore/logstore/rack"
 	"github.com/logstore/logstore/sink"
 )
@@ -19,19 +23,19 @@ import (
 // Config is a whole logstore job. Each section's type lives with the package
 // that uses it; Load applies defaults in one place and validates every section.
 type Config struct {
-	Kafka      KafkaConfig      `yaml:"kafka"`
-	Rack       rack.Config      `yaml:"rack"`
-	Schema     SchemaConfig     `yaml:"schema"`
-	Batch      BatchConfig      `yaml:"batch"`
-	Sinks      sink.Config      `yaml:"sinks"`
-	DeadLetter DeadLetterConfig `yaml:"dead_letter"`
-	Metrics    MetricsConfig    `yaml:"metrics"`
-	Log        LogConfig        `yaml:"log"`
-	Run        RunConfig        `yaml:"run"`
+	Kafka      InputConfig         `yaml:"kafka"`
+	Rack       rack.Config         `yaml:"rack"`
+	Schema     decode.SchemaConfig `yaml:"schema"`
+	Batch      BatchConfig         `yaml:"batch"`
+	Sinks      sink.Config         `yaml:"sinks"`
+	DeadLetter DeadLetterConfig    `yaml:"dead_letter"`
+	Metrics    MetricsConfig       `yaml:"metrics"`
+	Log        LogConfig           `yaml:"log"`
+	Run        RunConfig           `yaml:"run"`
 }
 
-// KafkaConfig is the `kafka` section: the input cluster and the group.
-type KafkaConfig struct {
+// InputConfig is the `kafka` section: the input cluster and the group.
+type InputConfig struct {
 	Brokers  []string   `yaml:"brokers"`
 	Topics   []string   `yaml:"topics"`
 	Group    string     `yaml:"group"`
@@ -126,19 +130,8 @@ type RunConfig struct {
 	ProgressInterval time.Duration `yaml:"progress_interval"`
 }
 
-// Secret is a string that never prints.
-type Secret string
-
-// MarshalYAML redacts the value.
-func (s Secret) MarshalYAML() (any, error) {
-	if s == "" {
-		return "", nil
-	}
-	return "<redacted>", nil
-}
-
-// String redacts the value.
-func (s Secret) String() string { return "<redacted>" }
+// Secret is a string that never prints; in YAML it may be `${file:/path}`.
+type Secret = secret.Secret
 
 // SetDefaults fills every zero field; it is the one place defaults live for
 // the pipeline's own sections.
@@ -159,19 +152,19 @@ func (c *Config) SetDefaults() {
 	if k.OnOffsetOutOfRange == "" {
 		k.OnOffsetOutOfRange = "fail"
 	}
-	setDefault(&k.Fetch.MinBytes, 1)
-	setDefault(&k.Fetch.MaxBytes, 8<<20)
-	setDefault(&k.Fetch.MaxWait, 500*time.Millisecond)
-	setDefault(&k.Fetch.PreferredReplicaLease, 5*time.Minute)
-	setDefault(&k.SessionTimeout, 30*time.Second)
-	setDefault(&k.HeartbeatInterval, 3*time.Second)
-	setDefault(&k.RebalanceTimeout, 30*time.Second)
+	confkey.Default(&k.Fetch.MinBytes, 1)
+	confkey.Default(&k.Fetch.MaxBytes, 8<<20)
+	confkey.Default(&k.Fetch.MaxWait, 500*time.Millisecond)
+	confkey.Default(&k.Fetch.PreferredReplicaLease, 5*time.Minute)
+	confkey.Default(&k.SessionTimeout, 30*time.Second)
+	confkey.Default(&k.HeartbeatInterval, 3*time.Second)
+	confkey.Default(&k.RebalanceTimeout, 30*time.Second)
 	c.Rack.SetDefaults()
 	c.Schema.SetDefaults()
-	setDefault(&c.Batch.MaxRows, 500_000)
-	setDefault(&c.Batch.MaxBytes, 128<<20)
-	setDefault(&c.Batch.MaxAge, 5*time.Minute)
-	setDefault(&c.Batch.MemoryBudget, 256<<20)
+	confkey.Default(&c.Batch.MaxRows, 500_000)
+	confkey.Default(&c.Batch.MaxBytes, 128<<20)
+	confkey.Default(&c.Batch.MaxAge, 5*time.Minute)
+	confkey.Default(&c.Batch.MemoryBudget, 256<<20)
 	c.Sinks.SetDefaults()
 	if c.DeadLetter.OnError == "" {
 		c.DeadLetter.OnError = "dead_letter"
@@ -182,56 +175,49 @@ func (c *Config) SetDefaults() {
 	if c.Log.Format == "" {
 		c.Log.Format = "json"
 	}
-	setDefault(&c.Run.ShutdownTimeout, 25*time.Second)
-	setDefault(&c.Run.ProgressInterval, 30*time.Second)
+	confkey.Default(&c.Run.ShutdownTimeout, 25*time.Second)
+	confkey.Default(&c.Run.ProgressInterval, 30*time.Second)
 }
 
-func setDefault[T comparable](p *T, v T) {
-	var zero T
-	if *p == zero {
-		*p = v
-	}
-}
-
-// Validate checks every section; an error names the key (see KeyError).
+// Validate checks every section; an error names the key (see confkey.Error).
 func (c *Config) Validate() error {
 	k := &c.Kafka
 	switch {
 	case len(k.Brokers) == 0:
-		return keyErr("kafka.brokers", "no brokers; list at least one host:port")
+		return confkey.Errorf("kafka.brokers", "no brokers; list at least one host:port")
 	case len(k.Topics) == 0:
-		return keyErr("kafka.topics", "no topics; list the topics to read")
+		return confkey.Errorf("kafka.topics", "no topics; list the topics to read")
 	case k.Group == "":
-		return keyErr("kafka.group", "no consumer group; set a group id (commits and rack-aware assignment need one)")
+		return confkey.Errorf("kafka.group", "no consumer group; set a group id (commits and rack-aware assignment need one)")
 	}
 	for i, b := range k.Brokers {
 		if !strings.Contains(b, ":") {
-			return keyErr(fmt.Sprintf("kafka.brokers[%d]", i), "%q has no port; write host:port", b)
+			return confkey.Errorf(fmt.Sprintf("kafka.brokers[%d]", i), "%q has no port; write host:port", b)
 		}
 	}
-	if err := oneOf("kafka.sasl.mechanism", k.SASL.Mechanism, "none", "plain", "scram-sha-256", "scram-sha-512", "aws-msk-iam"); err != nil {
+	if err := confkey.OneOf("kafka.sasl.mechanism", k.SASL.Mechanism, "none", "plain", "scram-sha-256", "scram-sha-512", "aws-msk-iam"); err != nil {
 		return err
 	}
 	if (k.SASL.Mechanism == "plain" || strings.HasPrefix(k.SASL.Mechanism, "scram")) && k.SASL.Username == "" {
-		return keyErr("kafka.sasl.username", "mechanism %s needs a username (and a password, e.g. ${KAFKA_PASSWORD})", k.SASL.Mechanism)
+		return confkey.Errorf("kafka.sasl.username", "mechanism %s needs a username (and a password, e.g. ${KAFKA_PASSWORD})", k.SASL.Mechanism)
 	}
 	if k.SASL.Mechanism == "aws-msk-iam" && !k.TLS.Enabled {
-		return keyErr("kafka.tls.enabled", "sasl.mechanism aws-msk-iam needs TLS (MSK's IAM listener, port 9098, only speaks TLS); set kafka.tls.enabled: true")
+		return confkey.Errorf("kafka.tls.enabled", "sasl.mechanism aws-msk-iam needs TLS (MSK's IAM listener, port 9098, only speaks TLS); set kafka.tls.enabled: true")
 	}
-	if err := oneOf("kafka.isolation", k.Isolation, "read_uncommitted", "read_committed"); err != nil {
+	if err := confkey.OneOf("kafka.isolation", k.Isolation, "read_uncommitted", "read_committed"); err != nil {
 		return err
 	}
 	if _, _, err := ParseStartOffset(k.StartOffset); err != nil {
-		return keyErr("kafka.start_offset", "%v", err)
+		return confkey.Errorf("kafka.start_offset", "%v", err)
 	}
-	if err := oneOf("kafka.on_offset_out_of_range", k.OnOffsetOutOfRange, "fail", "earliest", "latest"); err != nil {
+	if err := confkey.OneOf("kafka.on_offset_out_of_range", k.OnOffsetOutOfRange, "fail", "earliest", "latest"); err != nil {
 		return err
 	}
 	if k.MaxRecordsPerSecond < 0 {
-		return keyErr("kafka.max_records_per_second", "must be 0 (unlimited) or positive")
+		return confkey.Errorf("kafka.max_records_per_second", "must be 0 (unlimited) or positive")
 	}
 	if k.HeartbeatInterval >= k.SessionTimeout {
-		return keyErr("kafka.heartbeat_interval", "must be shorter than session_timeout (%s)", k.SessionTimeout)
+		return confkey.Errorf("kafka.heartbeat_interval", "must be shorter than session_timeout (%s)", k.SessionTimeout)
 	}
 	if err := prefixed("rack.", c.Rack.Validate()); err != nil {
 		return err
@@ -241,31 +227,31 @@ func (c *Config) Validate() error {
 	}
 	b := &c.Batch
 	if b.MaxRows < 0 || b.MaxBytes < 0 || b.MaxAge < 0 {
-		return keyErr("batch", "limits must be positive")
+		return confkey.Errorf("batch", "limits must be positive")
 	}
 	if b.MemoryBudget < b.MaxBytes {
-		return keyErr("batch.memory_budget", "%d is smaller than batch.max_bytes (%d); one batch must fit", b.MemoryBudget, b.MaxBytes)
+		return confkey.Errorf("batch.memory_budget", "%d is smaller than batch.max_bytes (%d); one batch must fit", b.MemoryBudget, b.MaxBytes)
 	}
 	if err := prefixed("sinks.", c.Sinks.Validate()); err != nil {
 		return err
 	}
-	if err := oneOf("dead_letter.on_error", c.DeadLetter.OnError, "dead_letter", "skip", "fail"); err != nil {
+	if err := confkey.OneOf("dead_letter.on_error", c.DeadLetter.OnError, "dead_letter", "skip", "fail"); err != nil {
 		return err
 	}
 	if c.DeadLetter.OnError == "dead_letter" && c.DeadLetter.Topic == "" && !c.DeadLetter.Files {
-		return keyErr("dead_letter", "on_error is dead_letter but no destination is set; set dead_letter.topic and/or dead_letter.files: true (or on_error: skip)")
+		return confkey.Errorf("dead_letter", "on_error is dead_letter but no destination is set; set dead_letter.topic and/or dead_letter.files: true (or on_error: skip)")
 	}
 	if c.DeadLetter.Files && c.Sinks.Files == nil {
-		return keyErr("dead_letter.files", "needs sinks.files (dead letters go under its _errors/ prefix)")
+		return confkey.Errorf("dead_letter.files", "needs sinks.files (dead letters go under its _errors/ prefix)")
 	}
-	if err := oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error"); err != nil {
+	if err := confkey.OneOf("log.level", c.Log.Level, "debug", "info", "warn", "error"); err != nil {
 		return err
 	}
-	if err := oneOf("log.format", c.Log.Format, "json", "text"); err != nil {
+	if err := confkey.OneOf("log.format", c.Log.Format, "json", "text"); err != nil {
 		return err
 	}
 	if c.Run.ShutdownTimeout < time.Second {
-		return keyErr("run.shutdown_timeout", "%s is too short to flush; use at least 1s", c.Run.ShutdownTimeout)
+		return confkey.Errorf("run.shutdown_timeout", "%s is too short to flush; use at least 1s", c.Run.ShutdownTimeout)
 	}
 	return nil
 }
@@ -284,29 +270,6 @@ func ParseStartOffset(s string) (name string, at time.Time, err error) {
 	return "time", t, nil
 }
 
-// KeyError is a config error tied to a dotted key path such as
-// `kafka.sasl.mechanism` or `schema.columns[2].type`.
-type KeyError struct {
-	Key string
-	Msg string
-}
-
-func (e *KeyError) Error() string     { return e.Key + ": " + e.Msg }
-func (e *KeyError) ConfigKey() string { return e.Key }
-
-func keyErr(key, format string, args ...any) error {
-	return &KeyError{Key: key, Msg: fmt.Sprintf(format, args...)}
-}
-
-func oneOf(key, v string, allowed ...string) error {
-	for _, a := range allowed {
-		if v == a {
-			return nil
-		}
-	}
-	return keyErr(key, "%q is not one of %s", v, strings.Join(allowed, ", "))
-}
-
 // keyed is what every section's key error satisfies.
 type keyed interface {
 	error
@@ -321,7 +284,7 @@ func prefixed(section string, err error) error {
 	}
 	key := k.ConfigKey()
 	msg := strings.TrimPrefix(k.Error(), key+": ")
-	return &KeyError{Key: section + key, Msg: msg}
+	return &confkey.Error{Key: section + key, Msg: msg}
 }
 
 // ConfigError is what Load returns for a bad config: where, which key, what
@@ -482,10 +445,15 @@ func parentKey(key string) string {
 
 var envRef = regexp.MustCompile(`\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 
+// secretRef is a secret key whose whole value is one ${VAR}.
+var secretRef = regexp.MustCompile(`^\s*(?:-\s+)?(?:password|secret_access_key):\s+\$\{[A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\}\s*(?:#.*)?$`)
+
 // expandEnv replaces ${VAR} and ${VAR:-default} in the raw text ($$ is a
 // literal $). Expanding before parsing keeps line numbers and lets a variable
 // hold any YAML scalar; an unset variable without a default is an error, so a
-// missing secret fails at start instead of becoming an empty password.
+// missing secret fails at start instead of becoming an empty password. A
+// secret key's ${VAR} becomes a quoted string, so a password with YAML in it
+// (`: `, ` #`, a leading @ or [) stays whole and never shows in a YAML error.
 func expandEnv(name string, raw []byte) ([]byte, error) {
 	var firstErr error
 	lines := strings.Split(string(raw), "\n")
@@ -493,16 +461,20 @@ func expandEnv(name string, raw []byte) ([]byte, error) {
 		if strings.HasPrefix(strings.TrimSpace(line), "#") {
 			continue
 		}
+		quote := func(v string) string { return v }
+		if secretRef.MatchString(line) {
+			quote = strconv.Quote
+		}
 		lines[i] = envRef.ReplaceAllStringFunc(line, func(m string) string {
 			if m == "$$" {
 				return "$"
 			}
 			sub := envRef.FindStringSubmatch(m)
 			if v, ok := os.LookupEnv(sub[1]); ok && v != "" {
-				return v
+				return quote(v)
 			}
 			if sub[2] != "" {
-				return sub[3]
+				return quote(sub[3])
 			}
 			if firstErr == nil {
 				firstErr = &ConfigError{File: name, Line: i + 1, Column: strings.Index(line, m) + 1, Key: m,

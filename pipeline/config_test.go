@@ -80,3 +80,36 @@ func TestSecretNeverPrints(t *testing.T) {
 		t.Fatal("secret printed")
 	}
 }
+
+// TestSchemaErrorsPointAtTheLine: through the config loader, a schema
+// mistake (a CEL one too) is reported at its file:line.
+func TestSchemaErrorsPointAtTheLine(t *testing.T) {
+	head := minimalConfig + `schema:
+  columns:
+    - name: level
+      type: string
+    - name: status
+`
+	base := strings.Count(head, "\n") // the line of `- name: status`
+	tests := []struct {
+		name, rest string
+		line       int // below `- name: status`
+		key, msg   string
+	}{
+		{"bad type", "      type: int\n", 1, "schema.columns[1].type", `"int" is not one of`},
+		{"cel expr", "      type: bool\n      expr: 'level >= 500'\n", 2, "schema.columns[1].expr", "at 1:7: found no matching overload for '_>=_'"},
+		{"cel where", "      type: int32\n  where: 'lvl == \"x\"'\n", 2, "schema.where", "undeclared reference to 'lvl'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("t.yaml", []byte(head+tt.rest))
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("want a *ConfigError, got %v", err)
+			}
+			if ce.Line != base+tt.line || ce.Key != tt.key || !strings.Contains(ce.Msg, tt.msg) {
+				t.Errorf("got line %d key %s: %s\nwant line %d key %s: ...%s...", ce.Line, ce.Key, ce.Msg, base+tt.line, tt.key, tt.msg)
+			}
+		})
+	}
+}

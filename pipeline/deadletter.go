@@ -10,13 +10,14 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
 )
 
-// DeadLetter is a record that could not become a row, with the reason.
-type DeadLetter struct {
+// RejectedRecord is a record that could not become a row, with the reason.
+type RejectedRecord struct {
 	Reason string
-	Record kafka.Message // the original record: topic, partition, offset, key, value, headers
+	Record record.Record // the original record: topic, partition, offset, key, value, headers
 }
 
 // deadLetterWriter stores one batch's dead letters durably. It is called
@@ -33,7 +34,7 @@ type deadBatch struct {
 	Partition   int
 	First, Last int64
 	Prefix      string
-	Letters     []DeadLetter
+	Letters     []RejectedRecord
 }
 
 // headerError carries a dead letter's reason on the Kafka destination; the
@@ -50,7 +51,7 @@ type kafkaDeadLetters struct {
 	log   *slog.Logger // nil: slog.Default()
 }
 
-func newKafkaDeadLetters(conn *Conn, topic string) *kafkaDeadLetters {
+func newKafkaDeadLetters(conn *Clients, topic string) *kafkaDeadLetters {
 	return &kafkaDeadLetters{w: &kafka.Writer{
 		Addr:         kafka.TCP(conn.Brokers...),
 		Transport:    conn.Transport,
@@ -110,7 +111,7 @@ const headerTruncated = "logstore.truncated"
 // (logstore_dead_letters_unwritable_total) instead of holding the
 // partition: the record is still in the source topic until retention, and
 // whole in _errors/ when dead_letter.files is on.
-func (k *kafkaDeadLetters) writeOne(ctx context.Context, m *kafka.Message, dl *DeadLetter) error {
+func (k *kafkaDeadLetters) writeOne(ctx context.Context, m *kafka.Message, dl *RejectedRecord) error {
 	r := &dl.Record
 	err := k.w.WriteMessages(ctx, *m)
 	for _, keep := range []int{truncatedValueBytes, 0} {
@@ -171,10 +172,10 @@ func (k *kafkaDeadLetters) Close() error { return k.w.Close() }
 type fileDeadLetters struct{ files *sink.Files }
 
 func (f fileDeadLetters) writeDeadLetters(ctx context.Context, b *deadBatch) error {
-	letters := make([]sink.DeadLetter, len(b.Letters))
+	letters := make([]sink.DeadLetterRow, len(b.Letters))
 	for i, dl := range b.Letters {
 		r := &dl.Record
-		letters[i] = sink.DeadLetter{Reason: dl.Reason, Source: sink.Source{Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Time}}
+		letters[i] = sink.DeadLetterRow{Reason: dl.Reason, Source: sink.Source{Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Time}}
 	}
 	batch := sink.NewDeadLetterBatch(b.Topic, b.Partition, b.First, b.Last, letters)
 	batch.Prefix = b.Prefix

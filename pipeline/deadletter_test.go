@@ -8,13 +8,15 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/logstore/logstore/pipeline/record"
 )
 
 // TestKafkaDeadLettersTooBigAreTruncated: a dead letter over the
 // dead-letter topic's size limit is produced cut to fit, with its reason
 // and coordinates, instead of holding the partition for ever.
 func TestKafkaDeadLettersTooBigAreTruncated(t *testing.T) {
-	c := newFake(t, kfake.SeedTopics(1, "dlq"))
+	c := fakeCluster(t, kfake.SeedTopics(1, "dlq"))
 	stats := newStats()
 	k := &kafkaDeadLetters{stats: stats, w: &kafka.Writer{
 		Addr: kafka.TCP(c.ListenAddrs()...), Topic: "dlq", BatchBytes: 4096,
@@ -24,9 +26,9 @@ func TestKafkaDeadLettersTooBigAreTruncated(t *testing.T) {
 	big := bytes.Repeat([]byte("x"), 10000)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := k.writeDeadLetters(ctx, &deadBatch{Topic: "logs", Partition: 3, First: 10, Last: 12, Letters: []DeadLetter{
-		{Reason: "bad json", Record: kafka.Message{Topic: "logs", Partition: 3, Offset: 10, Value: []byte("{")}},
-		{Reason: "sink refused the row", Record: kafka.Message{Topic: "logs", Partition: 3, Offset: 11, Value: big}},
+	err := k.writeDeadLetters(ctx, &deadBatch{Topic: "logs", Partition: 3, First: 10, Last: 12, Letters: []RejectedRecord{
+		{Reason: "bad json", Record: record.Record{Topic: "logs", Partition: 3, Offset: 10, Value: []byte("{")}},
+		{Reason: "sink refused the row", Record: record.Record{Topic: "logs", Partition: 3, Offset: 11, Value: big}},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -61,4 +63,15 @@ func header(m kafka.Message, key string) string {
 		}
 	}
 	return ""
+}
+
+// fakeCluster is an in-process Kafka (kfake), closed with the test.
+func fakeCluster(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
 }

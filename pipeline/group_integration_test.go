@@ -24,6 +24,9 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/logstore/logstore/internal/loggen"
+	"github.com/logstore/logstore/internal/testkit"
+	"github.com/logstore/logstore/pipeline/fetch"
 	"github.com/logstore/logstore/rack"
 	"github.com/logstore/logstore/sink"
 )
@@ -199,7 +202,7 @@ dead_letter:
 run:
   shutdown_timeout: 10s
   progress_interval: 5s
-`, strings.Join(clusterBrokers, ", "), o.topic, o.group, zone, o.rate[zone], lease, zone, o.follower, t.TempDir())
+`, strings.Join(testkit.Brokers, ", "), o.topic, o.group, zone, o.rate[zone], lease, zone, o.follower, t.TempDir())
 	cfg, err := Parse(zone+".yaml", []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
@@ -281,7 +284,7 @@ func stopAll(t *testing.T, ms []*member) {
 // every record) and checks that every record was written once.
 func runUntilNow(t *testing.T, perPartition int, seed uint64, rate map[string]int) ([]*member, *batchStore) {
 	t.Helper()
-	client := requireCluster(t)
+	client := testkit.RequireCluster(t)
 	replicas := spreadRF3()
 	topic := createGroupTopic(t, client, replicas...)
 	produceLogs(t, topic, len(replicas), perPartition, seed)
@@ -345,7 +348,7 @@ type locality struct {
 	bytesByBroker         map[int32]int64
 }
 
-func localityOf(s FetchSnapshot, zone string) locality {
+func localityOf(s fetch.Snapshot, zone string) locality {
 	l := locality{same: s.SameRackBytes, cross: s.CrossRackBytes, bytesByBroker: map[int32]int64{}}
 	for _, b := range s.Brokers {
 		l.bytesByBroker[b.ID] = b.Bytes
@@ -377,16 +380,16 @@ func (l locality) share() float64 {
 
 // groupName is unique per run.
 func groupName(t *testing.T, suffix string) string {
-	return fmt.Sprintf("logstore-%s%s-%d", unsafeTopicChars.ReplaceAllString(t.Name(), "-"), suffix, time.Now().UnixNano())
+	return fmt.Sprintf("logstore-%s%s-%d", testkit.UnsafeTopicChars.ReplaceAllString(t.Name(), "-"), suffix, time.Now().UnixNano())
 }
 
-// produceLogs writes perPartition LogGen records to each of the topic's
+// produceLogs writes perPartition loggen records to each of the topic's
 // partitions, acknowledged by every in-sync replica.
 func produceLogs(t *testing.T, topic string, partitions, perPartition int, seed uint64) {
 	t.Helper()
-	cl := seqProducer(t, topic)
+	cl := testkit.Producer(t, topic)
 	defer cl.Close()
-	gen := NewLogGen(seed, time.Now().Add(-time.Hour), time.Millisecond)
+	gen := loggen.New(seed, time.Now().Add(-time.Hour), time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	const chunk = 100
@@ -403,7 +406,7 @@ func produceLogs(t *testing.T, topic string, partitions, perPartition int, seed 
 	}
 }
 
-func logRecord(gen *LogGen, partition int) *kgo.Record {
+func logRecord(gen *loggen.Gen, partition int) *kgo.Record {
 	key, value, at := gen.Next()
 	return &kgo.Record{Partition: int32(partition), Key: slices.Clone(key), Value: slices.Clone(value), Timestamp: at}
 }
@@ -529,9 +532,9 @@ var zones = []string{"az-a", "az-b", "az-c"}
 // metadata has the topic: a member asks whichever broker it reaches.
 func createGroupTopic(t *testing.T, client *kafka.Client, replicas ...[]int) string {
 	t.Helper()
-	topic := createTopic(t, client, replicas...)
+	topic := testkit.CreateTopic(t, client, replicas...)
 	deadline := time.Now().Add(20 * time.Second)
-	for _, addr := range clusterBrokers {
+	for _, addr := range testkit.Brokers {
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			md, err := client.Metadata(ctx, &kafka.MetadataRequest{Addr: kafka.TCP(addr), Topics: []string{topic}})
@@ -605,7 +608,7 @@ var rf2Replicas = [][]int{
 // bytes three members (one per rack) read within their rack is the
 // planner's optimum local/total, with follower fetching and leader-only.
 func TestGroupRF2LocalShareEqualsPlannerOptimum(t *testing.T) {
-	client := requireCluster(t)
+	client := testkit.RequireCluster(t)
 	const partitions, perPartition = 12, 1000
 	for _, tc := range []struct {
 		follower string
@@ -670,9 +673,9 @@ func TestGroupRF2LocalShareEqualsPlannerOptimum(t *testing.T) {
 // replicas (the first leads) in its own rack.
 func readsLocally(replicas []int, zone string, follower bool) bool {
 	if !follower {
-		return clusterRacks[replicas[0]] == zone
+		return testkit.Racks[replicas[0]] == zone
 	}
-	return slices.ContainsFunc(replicas, func(id int) bool { return clusterRacks[id] == zone })
+	return slices.ContainsFunc(replicas, func(id int) bool { return testkit.Racks[id] == zone })
 }
 
 // plannerOptimum runs rack.Plan on the topic's live topology with one
@@ -714,7 +717,7 @@ func plannerOptimum(t *testing.T, client *kafka.Client, topic string, follower b
 // goes on from brokers in other racks within 10 s; when it returns, the
 // member reads in its rack again; nothing is lost or written twice.
 func TestGroupFailoverWhenLocalBrokerStops(t *testing.T) {
-	client := requireCluster(t)
+	client := testkit.RequireCluster(t)
 	const partitions = 12
 	topic := createGroupTopic(t, client, spreadRF3()...)
 	group := groupAwayFrom(t, client, 1)
@@ -722,7 +725,7 @@ func TestGroupFailoverWhenLocalBrokerStops(t *testing.T) {
 	var stopped atomic.Bool
 	t.Cleanup(func() {
 		if stopped.Load() {
-			clusterScript(t, "start-node", "1")
+			testkit.ClusterScript(t, "start-node", "1")
 		}
 	})
 
@@ -741,9 +744,9 @@ func TestGroupFailoverWhenLocalBrokerStops(t *testing.T) {
 	producing := make(chan struct{})
 	go func() {
 		defer close(producing)
-		cl := seqProducer(t, topic)
+		cl := testkit.Producer(t, topic)
 		defer cl.Close()
-		gen := NewLogGen(3, time.Now(), time.Millisecond)
+		gen := loggen.New(3, time.Now(), time.Millisecond)
 		for {
 			select {
 			case <-stopProducing:
@@ -795,7 +798,7 @@ func TestGroupFailoverWhenLocalBrokerStops(t *testing.T) {
 
 	stopAt := time.Now()
 	stopped.Store(true)
-	clusterScript(t, "stop-node", "1")
+	testkit.ClusterScript(t, "stop-node", "1")
 	down := time.Now()
 	atDown, rowsAtDown := fetched(), rows()
 	crossAt := waitFor("the az-a member reading from another rack", 30*time.Second, func() bool {
@@ -815,7 +818,7 @@ func TestGroupFailoverWhenLocalBrokerStops(t *testing.T) {
 	}
 
 	startAt := time.Now()
-	clusterScript(t, "start-node", "1")
+	testkit.ClusterScript(t, "start-node", "1")
 	stopped.Store(false)
 	up := time.Now()
 	atUp := fetched()

@@ -8,26 +8,27 @@ import (
 	"os"
 	"time"
 
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/sasl"
-	mskiam "github.com/segmentio/kafka-go/sasl/aws_msk_iam_v2"
 	"github.com/segmentio/kafka-go/sasl/plain"
 	"github.com/segmentio/kafka-go/sasl/scram"
+
+	"github.com/logstore/logstore/internal/confkey"
+	"github.com/logstore/logstore/internal/mskiam"
 )
 
-// Conn holds the ways this job talks to the input cluster; every one of them
+// Clients holds the ways this job talks to the input cluster; every one of them
 // carries the same TLS and SASL settings.
-type Conn struct {
+type Clients struct {
 	Brokers   []string
 	Dialer    *kafka.Dialer    // group membership, partition readers
 	Transport *kafka.Transport // admin-style requests: offsets, metadata, commits, producers
 	Client    *kafka.Client
 }
 
-// Connect builds the dialer, transport and client from the `kafka` section.
+// NewClients builds the dialer, transport and client from the `kafka` section.
 // Nothing is dialled yet.
-func Connect(ctx context.Context, k KafkaConfig) (*Conn, error) {
+func NewClients(ctx context.Context, k InputConfig) (*Clients, error) {
 	tlsCfg, err := tlsConfig(k.TLS)
 	if err != nil {
 		return nil, err
@@ -50,7 +51,7 @@ func Connect(ctx context.Context, k KafkaConfig) (*Conn, error) {
 		SASL:        mech,
 		MetadataTTL: 30 * time.Second,
 	}
-	return &Conn{
+	return &Clients{
 		Brokers:   k.Brokers,
 		Dialer:    dialer,
 		Transport: transport,
@@ -59,7 +60,7 @@ func Connect(ctx context.Context, k KafkaConfig) (*Conn, error) {
 }
 
 // Close drops idle connections.
-func (c *Conn) Close() { c.Transport.CloseIdleConnections() }
+func (c *Clients) Close() { c.Transport.CloseIdleConnections() }
 
 func tlsConfig(t TLSConfig) (*tls.Config, error) {
 	if !t.Enabled {
@@ -69,18 +70,18 @@ func tlsConfig(t TLSConfig) (*tls.Config, error) {
 	if t.CAFile != "" {
 		pem, err := os.ReadFile(t.CAFile)
 		if err != nil {
-			return nil, keyErr("kafka.tls.ca_file", "%v", err)
+			return nil, confkey.Errorf("kafka.tls.ca_file", "%v", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, keyErr("kafka.tls.ca_file", "%s holds no PEM certificate", t.CAFile)
+			return nil, confkey.Errorf("kafka.tls.ca_file", "%s holds no PEM certificate", t.CAFile)
 		}
 		cfg.RootCAs = pool
 	}
 	if t.CertFile != "" || t.KeyFile != "" {
 		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
 		if err != nil {
-			return nil, keyErr("kafka.tls.cert_file", "loading the client certificate: %v", err)
+			return nil, confkey.Errorf("kafka.tls.cert_file", "loading the client certificate: %v", err)
 		}
 		cfg.Certificates = []tls.Certificate{cert}
 	}
@@ -100,17 +101,15 @@ func saslMechanism(ctx context.Context, s SASLConfig) (sasl.Mechanism, error) {
 		}
 		m, err := scram.Mechanism(algo, s.Username, string(s.Password))
 		if err != nil {
-			return nil, keyErr("kafka.sasl", "%v", err)
+			return nil, confkey.Errorf("kafka.sasl", "%v", err)
 		}
 		return m, nil
 	case "aws-msk-iam":
-		// The default credential chain: IRSA or EKS Pod Identity on EKS,
-		// the instance profile on EC2/EMR, env vars elsewhere.
-		awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+		m, err := mskiam.New(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("kafka.sasl: loading AWS credentials for MSK IAM: %w", err)
+			return nil, fmt.Errorf("kafka.sasl: %w", err)
 		}
-		return mskiam.NewMechanism(awsCfg), nil
+		return m, nil
 	}
-	return nil, keyErr("kafka.sasl.mechanism", "unknown mechanism %q", s.Mechanism)
+	return nil, confkey.Errorf("kafka.sasl.mechanism", "unknown mechanism %q", s.Mechanism)
 }

@@ -39,16 +39,16 @@ func TestParseMark(t *testing.T) {
 // byN is set.
 func filesAt(t *testing.T, dir string, byN bool) *sink.Files {
 	t.Helper()
-	c := sink.Config{Files: &sink.FilesConfig{URL: dir, SpoolDir: t.TempDir()}}
+	f := false
+	c := sink.Config{Files: &sink.FilesConfig{URL: dir, SpoolDir: t.TempDir(), File: &sink.FileConfig{Fsync: &f}}}
 	if byN {
 		c.Files.PartitionBy = []sink.PartitionColumn{{Name: "n", Column: "n"}}
 	}
-	c.SetDefaults()
-	f, err := sink.NewFilesOn(sink.NewFileStore(dir, false), "", c.Files)
+	s, err := sink.New(context.Background(), c, sink.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return f
+	return s.Files
 }
 
 // TestWorkerRecutKeepsTheLayoutOfItsMark: a batch cut with partition_by

@@ -12,11 +12,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/logstore/logstore/internal/confkey"
+	"github.com/logstore/logstore/pipeline/fetch"
 	"github.com/logstore/logstore/rack"
 )
 
 // Metrics exposes the job's counters to Prometheus. Counters are read from
-// Stats and FetchStats at scrape time, so the hot path only does atomic adds.
+// Stats and fetch.Stats at scrape time, so the hot path only does atomic adds.
 type Metrics struct {
 	reg       *prometheus.Registry
 	rackInfo  *prometheus.GaugeVec
@@ -61,7 +63,7 @@ func (m *Metrics) generation(id int32, assigned map[string][]int) {
 }
 
 // watch exports the job's counters; readerRack decides what is same-rack.
-func (m *Metrics) watch(s *Stats, f *FetchStats, readerRack string) {
+func (m *Metrics) watch(s *Stats, f *fetch.Stats, readerRack string) {
 	counter := func(name, help string, read func() int64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(read()) })
 	}
@@ -89,7 +91,7 @@ func (m *Metrics) watch(s *Stats, f *FetchStats, readerRack string) {
 
 // fetchCollector exports fetched bytes by broker, broker rack and locality.
 type fetchCollector struct {
-	f    *FetchStats
+	f    *fetch.Stats
 	rack string
 }
 
@@ -112,7 +114,7 @@ func (c *fetchCollector) Collect(ch chan<- prometheus.Metric) {
 func (m *Metrics) Serve(ctx context.Context, addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return keyErr("metrics.listen", "%v", err)
+		return confkey.Errorf("metrics.listen", "%v", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))

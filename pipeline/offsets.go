@@ -12,14 +12,14 @@ import (
 )
 
 // cutPrefix marks a committed offset whose batch was cut but not yet
-// confirmed by every sink: "cut:b" means "the batch from this offset ends at
-// offset b; cut it there again".
+// confirmed by every sink: the cut mark "cut:<last>" means "the batch from
+// this offset ends at offset last; cut it there again".
 const cutPrefix = "cut:"
 
 // position is where a partition stands in the group.
 type position struct {
 	Offset int64 // next offset to read; -1 when the group never committed
-	Cut    int64 // the pending cut b, or -1
+	Cut    int64 // the last offset of a pending cut mark, or -1
 	// Layout is the files' layout the pending cut was made with (see
 	// markOf); "" when none is recorded.
 	Layout string
@@ -147,8 +147,8 @@ func listOffsets(ctx context.Context, client *kafka.Client, topic string, partit
 	return out, nil
 }
 
-// startOffsets resolves `kafka.start_offset` for partitions with no commit.
-func startOffsets(ctx context.Context, client *kafka.Client, topic string, partitions []int, startOffset string) (map[int]int64, error) {
+// resolveStartOffset resolves `kafka.start_offset` for partitions with no commit.
+func resolveStartOffset(ctx context.Context, client *kafka.Client, topic string, partitions []int, startOffset string) (map[int]int64, error) {
 	kind, at, err := ParseStartOffset(startOffset)
 	if err != nil {
 		return nil, err

@@ -39,7 +39,7 @@ func TestWorkerOutOfRange(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w, _, s, _ := testWorker(t, &fakeLog{values: logValues(8, nil, nil), perFetch: 10, logStart: tt.logStart}, 2, "dead_letter")
-			w.oor = tt.policy
+			w.onOutOfRange = tt.policy
 			err := w.run(context.Background(), tt.start)
 			if tt.wantErr != nil {
 				for _, part := range tt.wantErr {

@@ -15,7 +15,7 @@ import (
 // partitions from their JoinGroup user data), as the group leader would at
 // the next rebalance.
 func PlanLive(ctx context.Context, cfg *Config, log *slog.Logger) (rack.PlanResult, error) {
-	conn, err := Connect(ctx, cfg.Kafka)
+	conn, err := NewClients(ctx, cfg.Kafka)
 	if err != nil {
 		return rack.PlanResult{}, err
 	}

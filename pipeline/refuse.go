@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/logstore/logstore/pipeline/record"
 
 	"github.com/logstore/logstore/sink"
 )
@@ -36,7 +36,7 @@ func (w *worker) refuse(batch *sink.Batch, refused []*sink.RowError) error {
 			continue
 		}
 		src := batch.Sources[i]
-		if err := w.onBadRecord(src.Offset, "a sink refused the row: "+reason, func() DeadLetter { return w.refusedLetter(batch.Schema, row, src, reason) }); err != nil {
+		if err := w.onBadRecord(src.Offset, "a sink refused the row: "+reason, func() RejectedRecord { return w.refusedLetter(batch.Schema, row, src, reason) }); err != nil {
 			return err
 		}
 		w.stats.Refused.Add(1)
@@ -44,13 +44,13 @@ func (w *worker) refuse(batch *sink.Batch, refused []*sink.RowError) error {
 	}
 	batch.Rows, batch.Sources = rows, sources
 	w.batch.rows, w.batch.sources = rows, sources
-	slices.SortStableFunc(w.batch.dead, func(a, b DeadLetter) int { return int(a.Record.Offset - b.Record.Offset) })
+	slices.SortStableFunc(w.batch.dead, func(a, b RejectedRecord) int { return int(a.Record.Offset - b.Record.Offset) })
 	return nil
 }
 
 // onBadRecord applies dead_letter.on_error to a record that cannot become
 // a row, whether it did not decode or a sink refused its row.
-func (w *worker) onBadRecord(offset int64, reason string, letter func() DeadLetter) error {
+func (w *worker) onBadRecord(offset int64, reason string, letter func() RejectedRecord) error {
 	switch w.onError {
 	case "fail":
 		return errFatal{fmt.Errorf("%s/%d offset %d: %s (dead_letter.on_error is fail)", w.topic, w.partition, offset, reason)}
@@ -65,13 +65,13 @@ func (w *worker) onBadRecord(offset int64, reason string, letter func() DeadLett
 // refusedLetter is the dead letter of a row a sink refused. The record's
 // bytes are gone once it is decoded (unless sinks.kafka.value is original),
 // so the letter holds the row as JSON, and its reason says so.
-func (w *worker) refusedLetter(schema *sink.Schema, row sink.Row, src sink.Source, reason string) DeadLetter {
-	m := kafka.Message{Topic: w.topic, Partition: w.partition, Offset: src.Offset, Time: src.Timestamp, Key: src.Key, Value: src.Value}
+func (w *worker) refusedLetter(schema *sink.Schema, row sink.Row, src sink.Source, reason string) RejectedRecord {
+	m := record.Record{Topic: w.topic, Partition: w.partition, Offset: src.Offset, Time: src.Timestamp, Key: src.Key, Value: src.Value}
 	if m.Value == nil {
-		m.Value, _ = sink.AppendRowJSON(nil, schema, row)
+		m.Value = sink.RowJSON(schema, row)
 		reason += " (value: the decoded row as JSON)"
 	}
-	return DeadLetter{Reason: "sink refused the row: " + strings.TrimSpace(reason), Record: m}
+	return RejectedRecord{Reason: "sink refused the row: " + strings.TrimSpace(reason), Record: m}
 }
 
 // retrySink is retry for sink and dead-letter writes, counting each retry

@@ -30,7 +30,7 @@ type capturedRecord struct {
 // ReplayFile produces a capture file (one JSON record a line) into topic,
 // keeping each record's partition and timestamp: the way to replay
 // production samples against a local cluster. It returns the records sent.
-func ReplayFile(ctx context.Context, conn *Conn, topic string, in io.Reader, log *slog.Logger) (int, error) {
+func ReplayFile(ctx context.Context, conn *Clients, topic string, in io.Reader, log *slog.Logger) (int, error) {
 	w := &kafka.Writer{
 		Addr:         kafka.TCP(conn.Brokers...),
 		Transport:    conn.Transport,

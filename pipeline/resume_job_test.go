@@ -67,11 +67,7 @@ func produceN(t *testing.T, brokers []string, from, n int) {
 // batch in the output instead of at start_offset, so nothing is written
 // twice.
 func TestJobResumesFromTheOutputWithoutOffsets(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "logs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := fakeCluster(t, kfake.SeedTopics(2, "logs"))
 	out := t.TempDir()
 	produceN(t, c.ListenAddrs(), 0, 300)
 	runJobOnce(t, c.ListenAddrs(), "first", out)
@@ -81,7 +77,7 @@ func TestJobResumesFromTheOutputWithoutOffsets(t *testing.T) {
 	// Every file is {topic}-{partition}-{first}-{last}: per partition the
 	// ranges must tile [0, end) with no overlap.
 	ranges := map[int][][2]int64{}
-	err = filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".parquet") {
 			return err
 		}

@@ -13,6 +13,9 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
 
+	"github.com/logstore/logstore/internal/clock"
+	"github.com/logstore/logstore/pipeline/decode"
+	"github.com/logstore/logstore/pipeline/fetch"
 	"github.com/logstore/logstore/rack"
 	"github.com/logstore/logstore/sink"
 )
@@ -36,10 +39,10 @@ func (m Mode) replay() bool { return !m.From.IsZero() }
 // Job is one logstore run: config, connections and the sinks.
 type Job struct {
 	cfg      *Config
-	conn     *Conn
+	conn     *Clients
 	log      *slog.Logger
 	stats    *Stats
-	fetch    *FetchStats
+	fetch    *fetch.Stats
 	metrics  *Metrics
 	sinks    []sink.Sink
 	dead     []deadLetterWriter
@@ -48,7 +51,7 @@ type Job struct {
 	limiter  *rate.Limiter
 	rack     rack.Result
 	follower bool
-	decoder  *Decoder
+	decoder  *decode.Decoder
 	layout   string      // the files sink's layout, recorded in cut marks
 	resume   resumeStore // nil without a files sink
 }
@@ -69,11 +72,11 @@ func NewJob(ctx context.Context, cfg *Config, deps Deps) (*Job, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	conn, err := Connect(ctx, cfg.Kafka)
+	conn, err := NewClients(ctx, cfg.Kafka)
 	if err != nil {
 		return nil, err
 	}
-	j := &Job{cfg: cfg, conn: conn, log: log, stats: newStats(), fetch: &FetchStats{}, metrics: deps.Metrics, budget: newBudget(cfg.Batch.MemoryBudget)}
+	j := &Job{cfg: cfg, conn: conn, log: log, stats: newStats(), fetch: &fetch.Stats{}, metrics: deps.Metrics, budget: newBudget(cfg.Batch.MemoryBudget)}
 	if j.metrics == nil {
 		j.metrics = NewMetrics(nil)
 	}
@@ -102,7 +105,7 @@ func NewJob(ctx context.Context, cfg *Config, deps Deps) (*Job, error) {
 func (j *Job) Stats() *Stats { return j.stats }
 
 // FetchStats is the live byte counts by broker rack.
-func (j *Job) FetchStats() *FetchStats { return j.fetch }
+func (j *Job) FetchStats() *fetch.Stats { return j.fetch }
 
 // Rack is the detection result the job runs with.
 func (j *Job) Rack() rack.Result { return j.rack }
@@ -121,8 +124,8 @@ func (j *Job) Close() error {
 }
 
 // BrokerRacks asks the cluster for its brokers' racks, sorted and distinct.
-func BrokerRacks(ctx context.Context, k KafkaConfig) ([]string, error) {
-	conn, err := Connect(ctx, k)
+func BrokerRacks(ctx context.Context, k InputConfig) ([]string, error) {
+	conn, err := NewClients(ctx, k)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +133,7 @@ func BrokerRacks(ctx context.Context, k KafkaConfig) ([]string, error) {
 	return brokerRacks(ctx, conn, k)
 }
 
-func brokerRacks(ctx context.Context, conn *Conn, k KafkaConfig) ([]string, error) {
+func brokerRacks(ctx context.Context, conn *Clients, k InputConfig) ([]string, error) {
 	md, err := conn.Client.Metadata(ctx, &kafka.MetadataRequest{Topics: k.Topics})
 	if err != nil {
 		return nil, fmt.Errorf("reading cluster metadata from %s: %w (check kafka.brokers, TLS and SASL)", strings.Join(k.Brokers, ","), err)
@@ -154,7 +157,7 @@ func brokerRacks(ctx context.Context, conn *Conn, k KafkaConfig) ([]string, erro
 
 // followerFetching resolves `rack.follower_fetching`: auto asks a broker for
 // replica.selector.class; a broker that won't say is taken as leader-only.
-func followerFetching(ctx context.Context, conn *Conn, setting string, log *slog.Logger) bool {
+func followerFetching(ctx context.Context, conn *Clients, setting string, log *slog.Logger) bool {
 	switch setting {
 	case "on":
 		return true
@@ -229,7 +232,7 @@ func (j *Job) runGroup(ctx context.Context, mode Mode) error {
 				return nil
 			}
 			j.log.Warn("joining the group failed; retrying", "err", err)
-			if !sleep(ctx, time.Second) {
+			if !clock.Sleep(ctx, time.Second) {
 				return nil
 			}
 			continue
@@ -263,7 +266,7 @@ func (j *Job) runGroup(ctx context.Context, mode Mode) error {
 			// Anything else is transient (a broker restart, a coordinator
 			// move): rejoin and start again from the commits.
 			j.log.Warn("generation ended with an error; rejoining the group", "err", r.err)
-			if !sleep(ctx, time.Second) {
+			if !clock.Sleep(ctx, time.Second) {
 				return nil
 			}
 		}
@@ -311,14 +314,14 @@ func (j *Job) runPartitions(ctx, gctx context.Context, assigned map[string][]int
 	return true, nil
 }
 
-// start is a worker and where it begins.
-type start struct {
+// readyWorker is a worker and where it begins.
+type readyWorker struct {
 	w   *worker
 	pos position
 }
 
 // prepare reads the group's positions and makes a worker per partition.
-func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit committer, targets map[string]map[int]int64, mode Mode) ([]start, error) {
+func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit committer, targets map[string]map[int]int64, mode Mode) ([]readyWorker, error) {
 	var positions map[string]map[int]position
 	if _, ok := commit.(noCommit); !ok {
 		var err error
@@ -326,11 +329,11 @@ func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit com
 			return nil, err
 		}
 	}
-	var starts []start
+	var ready []readyWorker
 	for topic, ps := range assigned {
-		offsets, err := j.starts(ctx, topic, ps, positions[topic], mode)
+		offsets, err := j.uncommittedStarts(ctx, topic, ps, positions[topic], mode)
 		if err != nil {
-			for _, s := range starts {
+			for _, s := range ready {
 				s.w.reader.Close()
 			}
 			return nil, err
@@ -348,7 +351,7 @@ func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit com
 					err = commit.commit(ctx, topic, p, out.Offset, "")
 				}
 				if err != nil {
-					for _, s := range starts {
+					for _, s := range ready {
 						s.w.reader.Close()
 					}
 					return nil, err
@@ -365,14 +368,14 @@ func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit com
 			if mode.plan != nil {
 				w.stride = mode.plan.Stride
 			}
-			starts = append(starts, start{w, pos})
+			ready = append(ready, readyWorker{w, pos})
 		}
 	}
-	return starts, nil
+	return ready, nil
 }
 
-// starts resolves where partitions with no commit begin.
-func (j *Job) starts(ctx context.Context, topic string, ps []int, committed map[int]position, mode Mode) (map[int]int64, error) {
+// uncommittedStarts resolves where partitions with no commit begin.
+func (j *Job) uncommittedStarts(ctx context.Context, topic string, ps []int, committed map[int]position, mode Mode) (map[int]int64, error) {
 	if mode.replay() {
 		if mode.plan != nil {
 			starts := map[int]int64{}
@@ -392,7 +395,7 @@ func (j *Job) starts(ctx context.Context, topic string, ps []int, committed map[
 	if len(fresh) == 0 {
 		return map[int]int64{}, nil
 	}
-	return startOffsets(ctx, j.conn.Client, topic, fresh, j.cfg.Kafka.StartOffset)
+	return resolveStartOffset(ctx, j.conn.Client, topic, fresh, j.cfg.Kafka.StartOffset)
 }
 
 // endOffsets are the UntilNow targets: each partition's end (the last stable
@@ -465,7 +468,7 @@ func (j *Job) runReplay(ctx context.Context, mode Mode) error {
 func (j *Job) newWorker(topic string, partition int, commit committer, target int64, prefix string) *worker {
 	k := j.cfg.Kafka
 	log := j.log.With("topic", topic, "partition", partition)
-	reader := NewPartitionReader(ReaderConfig{
+	reader := fetch.NewPartitionReader(fetch.ReaderConfig{
 		Brokers:        k.Brokers,
 		Dialer:         j.conn.Dialer,
 		Topic:          topic,
@@ -482,7 +485,7 @@ func (j *Job) newWorker(topic string, partition int, commit committer, target in
 	})
 	return &worker{
 		topic: topic, partition: partition, reader: reader, decoder: j.decoder, commit: commit,
-		sinks: j.sinks, dead: j.dead, onError: j.cfg.DeadLetter.OnError, oor: k.OnOffsetOutOfRange,
+		sinks: j.sinks, dead: j.dead, onError: j.cfg.DeadLetter.OnError, onOutOfRange: k.OnOffsetOutOfRange,
 		limits: j.cfg.Batch, budget: j.budget, limiter: j.limiter, stats: j.stats, prefix: prefix,
 		target: target, flushWait: j.cfg.Run.ShutdownTimeout, log: log, layout: j.layout, resume: j.resume,
 		originals: j.cfg.Sinks.Kafka != nil && j.cfg.Sinks.Kafka.Value == "original", columns: len(j.decoder.Schema().Fields),

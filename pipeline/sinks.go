@@ -3,13 +3,14 @@ package pipeline
 import (
 	"context"
 
+	"github.com/logstore/logstore/pipeline/decode"
 	"github.com/logstore/logstore/sink"
 )
 
 // openSinks builds the configured sinks (running their preflight checks)
 // and the dead-letter destinations.
 func (j *Job) openSinks(ctx context.Context, deps Deps) error {
-	dec, err := NewDecoder(j.cfg.Schema)
+	dec, err := decode.New(j.cfg.Schema)
 	if err != nil {
 		return prefixed("schema.", err)
 	}

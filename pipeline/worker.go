@@ -10,9 +10,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/segmentio/kafka-go"
 	"golang.org/x/time/rate"
 
+	"github.com/logstore/logstore/internal/clock"
+	"github.com/logstore/logstore/pipeline/decode"
+	"github.com/logstore/logstore/pipeline/fetch"
+	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
 )
 
@@ -23,36 +26,34 @@ type partitionReader interface {
 	// Offset is the next offset to read: past the last record returned, and
 	// past control batches and aborted records that were skipped.
 	Offset() int64
-	Fetch(ctx context.Context) ([]kafka.Message, int64, error)
+	Fetch(ctx context.Context) ([]record.Record, int64, error)
 	Close() error
 }
 
-// worker runs the commit protocol for one partition (see DESIGN.md):
-// read from the committed offset c, cut at b, mark (c, "cut:b"), write every
-// sink under names made of (topic, partition, c, b), then commit b+1.
+// worker runs the commit protocol (see the package doc) for one partition.
 type worker struct {
-	topic     string
-	partition int
-	reader    partitionReader
-	decoder   *Decoder
-	commit    committer
-	sinks     []sink.Sink
-	dead      []deadLetterWriter
-	onError   string // dead_letter, skip or fail
-	oor       string // on_offset_out_of_range: fail, earliest, latest
-	limits    BatchConfig
-	budget    *budget
-	limiter   *rate.Limiter // nil: unlimited
-	stats     *Stats
-	prefix    string      // object-name prefix (replays)
-	target    int64       // stop once the next offset reaches it; -1 streams on
-	originals bool        // keep each row's source key and value (sinks.kafka.value: original)
-	columns   int         // output columns, for the memory estimate
-	layout    string      // the files sink's layout (sink.Files.Layout), "" without one
-	resume    resumeStore // nil: the output keeps no resume records
-	stride    int64       // a backfill's cut points (plannedCut); 0 otherwise
-	flushWait time.Duration
-	log       *slog.Logger
+	topic        string
+	partition    int
+	reader       partitionReader
+	decoder      *decode.Decoder
+	commit       committer
+	sinks        []sink.Sink
+	dead         []deadLetterWriter
+	onError      string // dead_letter, skip or fail
+	onOutOfRange string // on_offset_out_of_range: fail, earliest, latest
+	limits       BatchConfig
+	budget       *budget
+	limiter      *rate.Limiter // nil: unlimited
+	stats        *Stats
+	prefix       string      // object-name prefix (replays)
+	target       int64       // stop once the next offset reaches it; -1 streams on
+	originals    bool        // keep each row's source key and value (sinks.kafka.value: original)
+	columns      int         // output columns, for the memory estimate
+	layout       string      // the files sink's layout (sink.Files.Layout), "" without one
+	resume       resumeStore // nil: the output keeps no resume records
+	stride       int64       // a backfill's cut points (plannedCut); 0 otherwise
+	flushWait    time.Duration
+	log          *slog.Logger
 
 	batch   openBatch
 	next    int64         // the next offset to take
@@ -71,7 +72,7 @@ type openBatch struct {
 	first   int64
 	rows    []sink.Row
 	sources []sink.Source
-	dead    []DeadLetter
+	dead    []RejectedRecord
 	bytes   int64
 	opened  time.Time
 }
@@ -137,15 +138,15 @@ func (w *worker) loop(ctx context.Context) error {
 			return w.stop()
 		}
 		if err != nil {
-			var oor *OffsetOutOfRangeError
-			if !errors.As(err, &oor) {
+			var rangeErr *fetch.OffsetOutOfRangeError
+			if !errors.As(err, &rangeErr) {
 				w.log.Warn("fetch failed; retrying", "err", err)
-				if !sleep(ctx, time.Second) {
+				if !clock.Sleep(ctx, time.Second) {
 					return w.stop()
 				}
 				continue
 			}
-			if err := w.outOfRange(ctx, oor); err != nil {
+			if err := w.outOfRange(ctx, rangeErr); err != nil {
 				return err
 			}
 			continue
@@ -243,7 +244,7 @@ func (w *worker) full() bool {
 // reserve takes the record's bytes from the memory budget. When the budget is
 // full, the worker cuts its own batch rather than wait for others that may be
 // waiting too; it waits only with nothing to give back, and a re-cut never.
-func (w *worker) reserve(ctx context.Context, m *kafka.Message) error {
+func (w *worker) reserve(ctx context.Context, m *record.Record) error {
 	n := w.budget.clamp(w.recordCost(m))
 	if w.budget.tryAcquire(n) {
 		w.batch.bytes += n
@@ -277,7 +278,7 @@ func (w *worker) reserve(ctx context.Context, m *kafka.Message) error {
 // and a boxed value per column) and, with `value: original`, the raw key and
 // value. On the demo's logs it is 1.2× the heap a row keeps (1,086 vs
 // 889 bytes; TestRecordCostCoversTheHeap).
-func (w *worker) recordCost(m *kafka.Message) int64 {
+func (w *worker) recordCost(m *record.Record) int64 {
 	n := len(m.Value) + 48*w.columns + 96
 	if w.originals {
 		n += len(m.Key) + len(m.Value)
@@ -286,7 +287,7 @@ func (w *worker) recordCost(m *kafka.Message) int64 {
 }
 
 // take decodes one record into the open batch, or makes it a dead letter.
-func (w *worker) take(m *kafka.Message) error {
+func (w *worker) take(m *record.Record) error {
 	w.stats.Records.Add(1)
 	if w.held.Load() == 0 {
 		w.held.Store(time.Now().UnixNano())
@@ -299,7 +300,7 @@ func (w *worker) take(m *kafka.Message) error {
 	row, keep, err := w.decoder.Decode(m, w.slab[:w.columns:w.columns])
 	b := &w.batch
 	if err != nil {
-		return w.onBadRecord(m.Offset, err.Error(), func() DeadLetter { return DeadLetter{Reason: err.Error(), Record: detach(m)} })
+		return w.onBadRecord(m.Offset, err.Error(), func() RejectedRecord { return RejectedRecord{Reason: err.Error(), Record: detach(m)} })
 	}
 	if !keep {
 		w.stats.Filtered.Add(1)
@@ -318,12 +319,12 @@ func (w *worker) take(m *kafka.Message) error {
 // detach copies a record's bytes: the reader hands out keys and values cut
 // from one buffer per fetch, and a dead letter kept with the batch must not
 // hold a whole fetch in memory.
-func detach(m *kafka.Message) kafka.Message {
+func detach(m *record.Record) record.Record {
 	d := *m
 	d.Key, d.Value = bytes.Clone(m.Key), bytes.Clone(m.Value)
-	d.Headers = make([]kafka.Header, len(m.Headers))
+	d.Headers = make([]record.Header, len(m.Headers))
 	for i, h := range m.Headers {
-		d.Headers[i] = kafka.Header{Key: h.Key, Value: bytes.Clone(h.Value)}
+		d.Headers[i] = record.Header{Key: h.Key, Value: bytes.Clone(h.Value)}
 	}
 	return d
 }
@@ -432,10 +433,10 @@ func (w *worker) deliver(ctx context.Context, last int64) error {
 // log end, the topic was deleted and recreated, or an unclean leader
 // election truncated it. A pending cut keeps its name either way: records
 // already in its files are never written again under another.
-func (w *worker) outOfRange(ctx context.Context, oor *OffsetOutOfRangeError) error {
+func (w *worker) outOfRange(ctx context.Context, oor *fetch.OffsetOutOfRangeError) error {
 	next := w.next
 	pastEnd := next > oor.LogEnd
-	if w.oor == "fail" {
+	if w.onOutOfRange == "fail" {
 		if pastEnd {
 			return errFatal{fmt.Errorf("%s/%d: the committed offset %d is past the log end %d (the log holds [%d, %d)): the topic was deleted and recreated, "+
 				"or an unclean leader election truncated it; set kafka.on_offset_out_of_range: earliest to read it from %d, or latest to continue from %d "+
@@ -474,7 +475,7 @@ func (w *worker) outOfRange(ctx context.Context, oor *OffsetOutOfRangeError) err
 		w.cut = -1
 	}
 	to := oor.LogStart // earliest, and a recreated log read from its start
-	if w.oor == "latest" {
+	if w.onOutOfRange == "latest" {
 		to = oor.LogEnd
 	}
 	lost := max(0, to-next)
@@ -483,7 +484,7 @@ func (w *worker) outOfRange(ctx context.Context, oor *OffsetOutOfRangeError) err
 	}
 	w.stats.LostRecords.Add(lost)
 	w.log.Warn("offset out of range; moving on", "offset", next, "log_start", oor.LogStart, "log_end", oor.LogEnd, "past_end", pastEnd,
-		"to", to, "lost_records", lost, "policy", w.oor)
+		"to", to, "lost_records", lost, "policy", w.onOutOfRange)
 	w.reader.SetOffset(to)
 	w.batch.first, w.next = to, to
 	w.cut = w.plannedCut(to)
@@ -500,7 +501,7 @@ func (w *worker) confirmPastTarget(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		var oor *OffsetOutOfRangeError
+		var oor *fetch.OffsetOutOfRangeError
 		switch {
 		case errors.As(err, &oor):
 			return w.outOfRange(ctx, oor)
@@ -510,7 +511,7 @@ func (w *worker) confirmPastTarget(ctx context.Context) error {
 			return nil
 		}
 		w.log.Warn("fetch failed; retrying", "err", err)
-		if !sleep(ctx, time.Second) {
+		if !clock.Sleep(ctx, time.Second) {
 			return ctx.Err()
 		}
 	}
@@ -541,20 +542,9 @@ func retry(ctx context.Context, log *slog.Logger, what string, f func() error) e
 			return err
 		}
 		log.Warn(what+" failed; retrying", "attempt", attempt, "backoff", backoff, "err", err)
-		if !sleep(ctx, backoff) {
+		if !clock.Sleep(ctx, backoff) {
 			return fmt.Errorf("%s: %w (gave up: %v)", what, err, ctx.Err())
 		}
 		backoff = min(2*backoff, 30*time.Second)
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }

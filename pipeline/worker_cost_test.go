@@ -6,8 +6,10 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
-	"github.com/segmentio/kafka-go"
 
+	"github.com/logstore/logstore/internal/loggen"
+	"github.com/logstore/logstore/pipeline/decode"
+	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
 )
 
@@ -15,7 +17,7 @@ import (
 // per-record estimate must cover what a decoded row really holds on the heap,
 // without overstating it so much that the budget wastes memory.
 func TestRecordCostCoversTheHeap(t *testing.T) {
-	var sc struct{ Schema SchemaConfig }
+	var sc struct{ Schema decode.SchemaConfig }
 	raw := `schema:
   columns:
     - {name: ts, type: timestamp, unit: ms, required: true}
@@ -37,12 +39,12 @@ func TestRecordCostCoversTheHeap(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc.Schema.SetDefaults()
-	dec, err := NewDecoder(sc.Schema)
+	dec, err := decode.New(sc.Schema)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := &worker{columns: len(dec.Schema().Fields)}
-	gen := NewLogGen(1, time.Now(), time.Millisecond)
+	gen := loggen.New(1, time.Now(), time.Millisecond)
 	const n = 200000
 	rows := make([]sink.Row, 0, n)
 	srcs := make([]sink.Source, 0, n)
@@ -52,7 +54,7 @@ func TestRecordCostCoversTheHeap(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	for i := 0; i < n; i++ {
 		_, v, at := gen.Next()
-		m := kafka.Message{Value: append([]byte(nil), v...), Offset: int64(i), Time: at}
+		m := record.Record{Value: append([]byte(nil), v...), Offset: int64(i), Time: at}
 		r, _, err := dec.Decode(&m, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
+	"github.com/logstore/logstore/pipeline/decode"
+	"github.com/logstore/logstore/pipeline/fetch"
+	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
 )
 
@@ -28,19 +29,19 @@ func (f *fakeLog) SetOffset(o int64) { f.pos = o }
 func (f *fakeLog) Offset() int64     { return f.pos }
 func (f *fakeLog) Close() error      { return nil }
 
-func (f *fakeLog) Fetch(ctx context.Context) ([]kafka.Message, int64, error) {
+func (f *fakeLog) Fetch(ctx context.Context) ([]record.Record, int64, error) {
 	end := int64(len(f.values))
 	if f.pos < f.logStart || f.pos > end {
-		return nil, end, &OffsetOutOfRangeError{Offset: f.pos, LogStart: f.logStart, LogEnd: end}
+		return nil, end, &fetch.OffsetOutOfRangeError{Offset: f.pos, LogStart: f.logStart, LogEnd: end}
 	}
 	if f.pos == end {
 		<-ctx.Done() // a long poll at the end of the log
 		return nil, end, ctx.Err()
 	}
-	var msgs []kafka.Message
+	var msgs []record.Record
 	for ; f.pos < end && len(msgs) < f.perFetch; f.pos++ {
 		if f.values[f.pos] != nil {
-			msgs = append(msgs, kafka.Message{Topic: "t", Partition: 0, Offset: f.pos, Value: f.values[f.pos]})
+			msgs = append(msgs, record.Record{Topic: "t", Partition: 0, Offset: f.pos, Value: f.values[f.pos]})
 		}
 	}
 	return msgs, end, nil
@@ -96,14 +97,14 @@ func logValues(n int, bad, gaps []int64) [][]byte {
 
 func testWorker(t *testing.T, log *fakeLog, maxRows int, onError string) (*worker, *fakeCommitter, *fakeSink, *fakeDead) {
 	t.Helper()
-	dec, err := NewDecoder(SchemaConfig{Columns: []ColumnConfig{{Name: "n", Type: "int64", Required: true}}})
+	dec, err := decode.New(decode.SchemaConfig{Columns: []decode.ColumnConfig{{Name: "n", Type: "int64", Required: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c, s, d := &fakeCommitter{}, &fakeSink{}, &fakeDead{}
 	return &worker{
 		topic: "t", reader: log, decoder: dec, columns: len(dec.Schema().Fields), commit: c, sinks: []sink.Sink{s}, dead: []deadLetterWriter{d},
-		onError: onError, oor: "fail", limits: BatchConfig{MaxRows: maxRows, MaxBytes: 1 << 30, MaxAge: time.Hour},
+		onError: onError, onOutOfRange: "fail", limits: BatchConfig{MaxRows: maxRows, MaxBytes: 1 << 30, MaxAge: time.Hour},
 		budget: newBudget(1 << 30), stats: newStats(), target: int64(len(log.values)), flushWait: time.Second,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}, c, s, d
@@ -213,7 +214,7 @@ func TestWorkerOffsetOutOfRange(t *testing.T) {
 		t.Run(policy, func(t *testing.T) {
 			log := &fakeLog{values: logValues(6, nil, nil), perFetch: 10, logStart: 3}
 			w, _, s, _ := testWorker(t, log, 10, "dead_letter")
-			w.oor = policy
+			w.onOutOfRange = policy
 			err := w.run(context.Background(), position{Offset: 1, Cut: -1})
 			switch policy {
 			case "fail":
@@ -236,7 +237,7 @@ func TestWorkerOffsetOutOfRange(t *testing.T) {
 func TestWorkerBudgetCutsEarly(t *testing.T) {
 	log := &fakeLog{values: logValues(10, nil, nil), perFetch: 10}
 	w, _, s, _ := testWorker(t, log, 100, "dead_letter")
-	w.budget = newBudget(3 * w.recordCost(&kafka.Message{Value: []byte(`{"n": 0}`)}))
+	w.budget = newBudget(3 * w.recordCost(&record.Record{Value: []byte(`{"n": 0}`)}))
 	if err := w.run(context.Background(), position{Offset: 0, Cut: -1}); err != nil {
 		t.Fatal(err)
 	}

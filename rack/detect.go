@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"time"
 )
@@ -32,7 +33,7 @@ func userGiven(rack string) Identity { return Identity{Name: rack, ID: rack} }
 func (z Identity) Candidates() []string {
 	out := []string{}
 	for _, c := range []string{z.Name, z.ID} {
-		if c != "" && !oneOf(c, out...) {
+		if c != "" && !slices.Contains(out, c) {
 			out = append(out, c)
 		}
 	}
@@ -129,7 +130,7 @@ func Detect(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 		return Result{}, fmt.Errorf("rack: %w", err)
 	}
 	chain := cfg.Providers
-	if cfg.Static != "" && !oneOf("static", chain...) {
+	if cfg.Static != "" && !slices.Contains(chain, "static") {
 		chain = append([]string{"static"}, chain...)
 	}
 

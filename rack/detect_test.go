@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/logstore/logstore/internal/confkey"
 )
 
 func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
@@ -166,9 +168,9 @@ func TestStaticAnswersEvenWhenLeftOutOfTheChain(t *testing.T) {
 
 func TestDetectRejectsUnknownProvider(t *testing.T) {
 	_, err := Detect(context.Background(), Config{Providers: []string{"env", "openstack"}}, discardLog())
-	var keyErr *KeyError
+	var keyErr *confkey.Error
 	if !errors.As(err, &keyErr) || keyErr.Key != "providers[1]" {
-		t.Errorf("err = %v, want a KeyError on providers[1]", err)
+		t.Errorf("err = %v, want a *confkey.Error on providers[1]", err)
 	}
 }
 

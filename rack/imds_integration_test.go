@@ -4,61 +4,17 @@ package rack
 
 import (
 	"context"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/logstore/logstore/internal/testkit"
 )
-
-// startIMDSMock runs amazon-ec2-metadata-mock with IMDSv2 enforced, through
-// the script a person uses, on a free port; it is stopped when the test ends.
-func startIMDSMock(t *testing.T, zoneName, zoneID string) string {
-	t.Helper()
-	script, err := filepath.Abs("../scripts/imds-mock.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(script); err != nil {
-		t.Fatalf("the IMDS mock script is missing: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-
-	// The first start may build the mock; later ones are quick.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, script, "start", zoneName, zoneID, port).CombinedOutput(); err != nil {
-		t.Fatalf("imds-mock.sh start: %v\n%s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command(script, "stop", port).CombinedOutput(); err != nil {
-			t.Errorf("imds-mock.sh stop: %v\n%s", err, out)
-		}
-	})
-	endpoint := "http://127.0.0.1:" + port
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if c, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
-			c.Close()
-			return endpoint
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the IMDS mock does not listen on %s", endpoint)
-		}
-	}
-}
 
 func TestIMDSMockGivesZoneNameAndID(t *testing.T) {
 	isolate(t)
-	endpoint := startIMDSMock(t, "ap-northeast-2a", "apne2-az1")
+	endpoint := testkit.StartIMDSMock(t, "ap-northeast-2a", "apne2-az1")
 	t.Setenv(envIMDSEndpoint, endpoint)
 
 	// The mock must refuse IMDSv1, or this test would not show we speak v2.

@@ -3,6 +3,7 @@ package rack
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,11 +24,12 @@ const (
 )
 
 // findIMDS asks the EC2 instance metadata service for the zone name and the
-// zone ID. It speaks IMDSv2 only: IMDSv1 is the request-forgery-prone flow
-// that instances increasingly refuse, and a silent fallback would hide the
-// hop-limit problem that containers on EC2 actually have (the token's answer
-// is dropped one hop short, so the request times out; see onTimeout).
-func findIMDS(ctx context.Context, _ Config) (Identity, error) {
+// zone ID. It speaks IMDSv2 only unless rack.imds_v1_fallback is set: IMDSv1
+// is the request-forgery-prone flow that instances increasingly refuse, and
+// a silent fallback would hide the hop-limit problem that containers on EC2
+// actually have (the token's answer is dropped one hop short, so the
+// request times out; see onTimeout).
+func findIMDS(ctx context.Context, cfg Config) (Identity, error) {
 	if strings.EqualFold(os.Getenv(envIMDSDisabled), "true") {
 		return Identity{}, absentf("%s is true", envIMDSDisabled)
 	}
@@ -40,11 +42,15 @@ func findIMDS(ctx context.Context, _ Config) (Identity, error) {
 	// The SDK gives up on an answer after 500ms, because in a container
 	// behind a hop limit of 1 the token's answer never comes; we do the same.
 	wire := &wireWatcher{client: metadataClient(500 * time.Millisecond)}
+	fallback := aws.FalseTernary
+	if cfg.IMDSv1Fallback {
+		fallback = aws.TrueTernary
+	}
 	client := imds.New(imds.Options{
 		Endpoint:       ep.base,
 		EndpointMode:   mode,
 		HTTPClient:     wire,
-		EnableFallback: aws.FalseTernary,
+		EnableFallback: fallback,
 		// One try: the provider timeout, not the SDK's retries, decides how
 		// long start-up waits.
 		Retryer: aws.NopRetryer{},
@@ -54,6 +60,10 @@ func findIMDS(ctx context.Context, _ Config) (Identity, error) {
 		err = wire.cause(err)
 		if isTimeout(err) && dialFailure(err) == nil {
 			return Identity{}, fmt.Errorf("IMDS at %s took the connection but did not answer: %w", ep.base, err)
+		}
+		var status *httpStatusError
+		if !cfg.IMDSv1Fallback && errors.As(err, &status) && strings.HasSuffix(status.url, "/api/token") {
+			return Identity{}, fmt.Errorf("IMDS at %s refused the IMDSv2 session token: %w; require IMDSv2 on the instance (http-tokens required), or set rack.imds_v1_fallback: true to allow IMDSv1", ep.base, err)
 		}
 		return Identity{}, ep.notHere(fmt.Errorf("IMDS at %s: %w", ep.base, err), "on EC2")
 	}

@@ -5,13 +5,26 @@
 #
 #   scripts/kafka-cluster.sh start | stop | status | clean
 #   scripts/kafka-cluster.sh stop-node N | start-node N      (N = 1, 2, 3)
-#   scripts/kafka-cluster.sh bootstrap                       (prints brokers)
+#   scripts/kafka-cluster.sh bootstrap [plaintext|ssl|sasl_ssl]  (prints brokers)
+#   scripts/kafka-cluster.sh tls-dir                         (CA and client cert)
 #   scripts/kafka-cluster.sh tool CLASS ARGS...              (kafka CLI class)
 #
-#   node  client            controller        rack
-#   1     127.0.0.1:19092   127.0.0.1:19093   az-a
-#   2     127.0.0.1:29092   127.0.0.1:29093   az-b
-#   3     127.0.0.1:39092   127.0.0.1:39093   az-c
+#   node  client (PLAINTEXT) controller       mTLS (SSL)       SCRAM (SASL_SSL)  rack
+#   1     127.0.0.1:19092    127.0.0.1:19093  127.0.0.1:19094  127.0.0.1:19095   az-a
+#   2     127.0.0.1:29092    127.0.0.1:29093  127.0.0.1:29094  127.0.0.1:29095   az-b
+#   3     127.0.0.1:39092    127.0.0.1:39093  127.0.0.1:39094  127.0.0.1:39095   az-c
+#
+# Security listeners, for the TLS and SASL tests (the PLAINTEXT one is what
+# every other test uses, and what the brokers speak among themselves):
+#   SSL       TLS that requires a client certificate signed by the test CA.
+#   SASL_SSL  TLS (no client certificate) + SASL SCRAM-SHA-512, user
+#             "logstore", password "logstore-test-secret" (test-only
+#             credentials, created when the node is formatted). A session
+#             must re-authenticate every 5 s (connections.max.reauth.ms,
+#             KIP-368), so clients that never do are cut off quickly.
+# The test CA, the broker certificate (SAN 127.0.0.1 and localhost) and a
+# client certificate, all PEM, are made once with openssl into the state
+# dir's tls/ folder (`tls-dir` prints it): ca.crt, client.crt, client.key.
 #
 # Each node is a combined broker+controller; the quorum is static
 # (controller.quorum.voters), so every node is formatted the same way and no
@@ -56,6 +69,16 @@ JAVA="${JAVA_HOME:+$JAVA_HOME/bin/}java"
 KAFKA_PORT_OFFSET="${KAFKA_PORT_OFFSET:-0}"
 client_port() { echo $(($1 * 10000 + 9092 + KAFKA_PORT_OFFSET)); }
 controller_port() { echo $(($1 * 10000 + 9093 + KAFKA_PORT_OFFSET)); }
+ssl_port() { echo $(($1 * 10000 + 9094 + KAFKA_PORT_OFFSET)); }
+sasl_ssl_port() { echo $(($1 * 10000 + 9095 + KAFKA_PORT_OFFSET)); }
+TLS_DIR="$KAFKA_STATE/tls"
+# Test-only SCRAM credentials of the SASL_SSL listener (see the header).
+SCRAM_USER=logstore
+SCRAM_PASSWORD=logstore-test-secret
+# What formatting writes into a node's metadata besides the cluster id. A
+# data dir formatted with another stamp (an older version of this script,
+# before the SCRAM users) is formatted again: it is test data.
+FORMAT_STAMP="v2 cluster=$KAFKA_CLUSTER_ID scram=SCRAM-SHA-512:$SCRAM_USER:$SCRAM_PASSWORD"
 rack_of() {
 	local racks=(az-a az-b az-c)
 	echo "${racks[$1 - 1]}"
@@ -64,9 +87,16 @@ node_dir() { echo "$KAFKA_STATE/node-$1"; }
 pidfile_of() { echo "$(node_dir "$1")/pid"; }
 # What a node's java command line contains, and nothing else's does.
 marker_of() { echo "kafka.Kafka $(node_dir "$1")/server.properties"; }
+# bootstrap_servers [plaintext|ssl|sasl_ssl]
 bootstrap_servers() {
-	local n out=()
-	for n in "${NODES[@]}"; do out+=("127.0.0.1:$(client_port "$n")"); done
+	local n out=() port=client_port
+	case ${1:-plaintext} in
+	plaintext) ;;
+	ssl) port=ssl_port ;;
+	sasl_ssl) port=sasl_ssl_port ;;
+	*) die "bootstrap: listener must be plaintext, ssl or sasl_ssl, not '$1'" ;;
+	esac
+	for n in "${NODES[@]}"; do out+=("127.0.0.1:$($port "$n")"); done
 	(
 		IFS=,
 		echo "${out[*]}"
@@ -166,6 +196,49 @@ write_broker_log4j() {
 	EOF
 }
 
+# ensure_tls makes the test CA, the brokers' certificate and key (one PEM
+# keystore for all nodes: they share 127.0.0.1) and a client certificate,
+# once. RSA keys in unencrypted PKCS#8, which both Kafka's PEM keystore and
+# Go's crypto/tls read.
+ensure_tls() {
+	[[ -f $TLS_DIR/.complete ]] && return 0
+	need openssl
+	say "making a test CA and certificates in $TLS_DIR (once)"
+	rm -rf "$TLS_DIR"
+	mkdir -p "$TLS_DIR"
+	(
+		cd "$TLS_DIR"
+		set -e
+		openssl genpkey -quiet -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out ca.key
+		openssl req -x509 -new -key ca.key -sha256 -days 3650 -subj "/CN=logstore test CA" \
+			-addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+			-out ca.crt
+		local name ext
+		for name in broker client; do
+			if [[ $name == broker ]]; then
+				ext="subjectAltName=IP:127.0.0.1,DNS:localhost
+extendedKeyUsage=serverAuth
+keyUsage=critical,digitalSignature,keyEncipherment"
+			else
+				ext="extendedKeyUsage=clientAuth
+keyUsage=critical,digitalSignature,keyEncipherment"
+			fi
+			openssl genpkey -quiet -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$name.key"
+			openssl req -new -key "$name.key" -subj "/CN=logstore-test-$name" -out "$name.csr"
+			openssl x509 -req -in "$name.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -sha256 -days 3650 \
+				-extfile <(printf '%s\n' "$ext") -out "$name.crt" 2>/dev/null
+			rm -f "$name.csr"
+		done
+		# Kafka's PEM keystore: the private key, then the certificate chain.
+		cat broker.key broker.crt ca.crt >broker-keystore.pem
+		chmod 600 ./*.key broker-keystore.pem
+	) >"$KAFKA_STATE/tls.log" 2>&1 || {
+		tail_logs "$KAFKA_STATE/tls.log"
+		die "could not make the test certificates"
+	}
+	touch "$TLS_DIR/.complete"
+}
+
 # write_config N: server.properties for node N, rewritten on every start so
 # edits to this script take effect without wiping data.
 write_config() {
@@ -179,12 +252,28 @@ write_config() {
 		process.roles=broker,controller
 		node.id=$n
 		controller.quorum.voters=$(quorum_voters)
-		listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
-		advertised.listeners=PLAINTEXT://127.0.0.1:$port
-		listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+		listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport,SSL://127.0.0.1:$(ssl_port "$n"),SASL_SSL://127.0.0.1:$(sasl_ssl_port "$n")
+		advertised.listeners=PLAINTEXT://127.0.0.1:$port,SSL://127.0.0.1:$(ssl_port "$n"),SASL_SSL://127.0.0.1:$(sasl_ssl_port "$n")
+		listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL
 		controller.listener.names=CONTROLLER
 		inter.broker.listener.name=PLAINTEXT
 		log.dirs=$dir/data
+
+		# TLS for the SSL and SASL_SSL listeners: PEM keystore and truststore
+		# from ensure_tls. The SSL listener requires a client certificate
+		# (mutual TLS); the SASL_SSL one authenticates with SCRAM instead.
+		ssl.keystore.type=PEM
+		ssl.keystore.location=$TLS_DIR/broker-keystore.pem
+		ssl.truststore.type=PEM
+		ssl.truststore.location=$TLS_DIR/ca.crt
+		listener.name.ssl.ssl.client.auth=required
+		listener.name.sasl_ssl.ssl.client.auth=none
+		sasl.enabled.mechanisms=SCRAM-SHA-512
+		listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-512
+		listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+		# Sessions expire after 5 s and must re-authenticate in place
+		# (KIP-368), as MSK IAM sessions do after their credentials' lifetime.
+		listener.name.sasl_ssl.connections.max.reauth.ms=5000
 
 		# Racks: one per broker, and followers serve fetches from clients that
 		# name their rack (KIP-392), which is what logstore is about.
@@ -222,18 +311,26 @@ write_config() {
 }
 
 # format_node N: formats node N's data dir once. Every node gets the same
-# cluster id and static voter set; --standalone would start a dynamic
-# single-voter quorum instead, which is not what we want.
+# cluster id, static voter set and SCRAM users; --standalone would start a
+# dynamic single-voter quorum instead, which is not what we want. A dir
+# formatted with another FORMAT_STAMP is wiped and formatted again.
 format_node() {
 	local n=$1 dir
 	dir=$(node_dir "$n")
-	[[ -f $dir/data/meta.properties ]] && return 0
+	if [[ -f $dir/data/meta.properties ]]; then
+		[[ -f $dir/format.stamp && $(<"$dir/format.stamp") == "$FORMAT_STAMP" ]] && return 0
+		warn "node $n: data dir formatted by an older version of this script; formatting it again (test data is lost)"
+		rm -rf "$dir/data"
+		mkdir -p "$dir/data"
+	fi
 	run_tool kafka.tools.StorageTool format \
 		-t "$KAFKA_CLUSTER_ID" -c "$dir/server.properties" \
+		--add-scram "SCRAM-SHA-512=[name=$SCRAM_USER,password=$SCRAM_PASSWORD]" \
 		>"$dir/logs/format.log" 2>&1 || {
 		tail_logs "$dir/logs/format.log"
 		return 1
 	}
+	echo "$FORMAT_STAMP" >"$dir/format.stamp"
 }
 
 launch_node() {
@@ -258,6 +355,7 @@ launch_node() {
 start_nodes() {
 	local n pids=() failed=0
 	ensure_libs
+	ensure_tls
 	write_tools_log4j
 	write_broker_log4j
 	for n in "$@"; do
@@ -334,7 +432,7 @@ fail_start() {
 check_ports_free() {
 	local n port
 	for n in "$@"; do
-		for port in $(client_port "$n") $(controller_port "$n"); do
+		for port in $(client_port "$n") $(controller_port "$n") $(ssl_port "$n") $(sasl_ssl_port "$n"); do
 			port_open "$port" && die "127.0.0.1:$port (node $n) is taken by another process"
 		done
 	done
@@ -447,7 +545,8 @@ main() {
 	clean) cmd_clean ;;
 	start-node) cmd_start_node "${1:?start-node needs N}" ;;
 	stop-node) cmd_stop_node "${1:?stop-node needs N}" ;;
-	bootstrap) bootstrap_servers ;;
+	bootstrap) bootstrap_servers "${1:-plaintext}" ;;
+	tls-dir) echo "$TLS_DIR" ;;
 	tool) run_tool "${1:?tool needs a class name}" "${@:2}" ;;
 	*) usage ;;
 	esac

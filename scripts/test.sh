@@ -9,6 +9,11 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/lib.sh"
 cd "$LOGSTORE_ROOT"
 
+# go.mod's toolchain line names the patched Go release to build and test
+# with; "auto" fetches it through the module proxy when the local go is
+# older (an explicit GOTOOLCHAIN in the environment still wins).
+export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
+
 bash "$here/setup.sh"
 # The tests call python3 for pyarrow, the independent Parquet reader.
 export PATH="$LOGSTORE_CACHE/venv/bin:$PATH"
@@ -44,6 +49,8 @@ if ! bash "$here/s3-server.sh" status >/dev/null 2>&1; then
   bash "$here/s3-server.sh" start
 fi
 
+echo "== known vulnerabilities (govulncheck, local copy of the Go vulnerability database)"
+bash "$here/vulncheck.sh"
 echo "== unit tests"
 go test -count=1 ./...
 echo "== integration tests (real Kafka, S3, IMDS mock)"

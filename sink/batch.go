@@ -78,8 +78,8 @@ type Source struct {
 type Batch struct {
 	Topic     string
 	Partition int
-	First     int64 // the committed offset c the batch starts from
-	Last      int64 // the cut b: last offset covered (records may be absent, e.g. filtered)
+	First     int64 // the committed offset the batch starts from
+	Last      int64 // the cut: last offset covered (records may be absent, e.g. filtered)
 	Schema    *Schema
 	Rows      []Row
 	Sources   []Source

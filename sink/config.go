@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/logstore/logstore/internal/confkey"
+	"github.com/logstore/logstore/internal/secret"
 )
 
 // Config is the `sinks` section. At least one sink must be set.
@@ -15,7 +18,7 @@ type Config struct {
 	// Files writes Parquet to an object store or a folder, by URL.
 	Files *FilesConfig `yaml:"files"`
 	// Kafka produces each output row to a topic.
-	Kafka *KafkaConfig `yaml:"kafka"`
+	Kafka *KafkaOutputConfig `yaml:"kafka"`
 }
 
 // FilesConfig is `sinks.files`.
@@ -87,6 +90,11 @@ type S3Config struct {
 	MaxBackoff  time.Duration `yaml:"max_backoff"`
 	// Preflight checks at start that the bucket exists and takes writes.
 	Preflight *bool `yaml:"preflight"`
+	// AccessKeyID and SecretAccessKey are static credentials, for
+	// S3-compatible servers outside AWS; empty takes the SDK's chain. The
+	// secret is redacted wherever the config is printed or logged.
+	AccessKeyID     string        `yaml:"access_key_id"`
+	SecretAccessKey secret.Secret `yaml:"secret_access_key"`
 }
 
 // FileConfig is `sinks.files.file`, for file:// URLs.
@@ -96,8 +104,8 @@ type FileConfig struct {
 	Fsync *bool `yaml:"fsync"`
 }
 
-// KafkaConfig is `sinks.kafka`.
-type KafkaConfig struct {
+// KafkaOutputConfig is `sinks.kafka`.
+type KafkaOutputConfig struct {
 	Topic string `yaml:"topic"`
 	// Brokers of the output cluster; empty means the input cluster.
 	Brokers []string `yaml:"brokers"`
@@ -137,8 +145,8 @@ func DefaultSpoolDir() string { return filepath.Join(os.TempDir(), "logstore-spo
 // SetDefaults fills the zero fields.
 func (c *Config) SetDefaults() {
 	if f := c.Files; f != nil {
-		setDefault(&f.MaxFileBytes, 512*mib)
-		setDefault(&f.SpoolDir, DefaultSpoolDir())
+		confkey.Default(&f.MaxFileBytes, 512*mib)
+		confkey.Default(&f.SpoolDir, DefaultSpoolDir())
 		for i := range f.PartitionBy {
 			if f.PartitionBy[i].Name == "" {
 				f.PartitionBy[i].Name = f.PartitionBy[i].Column
@@ -165,41 +173,41 @@ func (c *Config) SetDefaults() {
 }
 
 func (p *ParquetConfig) setDefaults() {
-	setDefault(&p.Compression, "zstd")
-	setDefault(&p.RowGroupRows, 1_000_000)
-	setDefault(&p.RowGroupBytes, 64*mib)
-	setDefault(&p.PageBytes, 1*mib)
+	confkey.Default(&p.Compression, "zstd")
+	confkey.Default(&p.RowGroupRows, 1_000_000)
+	confkey.Default(&p.RowGroupBytes, 64*mib)
+	confkey.Default(&p.PageBytes, 1*mib)
 	if p.Dictionary == nil {
 		p.Dictionary = ptr(true)
 	}
-	setDefault(&p.DictionaryMaxBytes, 1*mib)
-	setDefault(&p.DataPageVersion, 1)
+	confkey.Default(&p.DictionaryMaxBytes, 1*mib)
+	confkey.Default(&p.DataPageVersion, 1)
 }
 
 func (s *S3Config) setDefaults() {
 	if s.PathStyle == nil {
 		s.PathStyle = ptr(s.Endpoint != "" || envEndpoint() != "")
 	}
-	setDefault(&s.PartBytes, 16*mib)
-	setDefault(&s.PartConcurrency, 4)
-	setDefault(&s.Checksum, "crc32")
-	setDefault(&s.SSE, "none")
-	setDefault(&s.StorageClass, "STANDARD")
-	setDefault(&s.MaxAttempts, 10)
-	setDefault(&s.MaxBackoff, 20*time.Second)
+	confkey.Default(&s.PartBytes, 16*mib)
+	confkey.Default(&s.PartConcurrency, 4)
+	confkey.Default(&s.Checksum, "crc32")
+	confkey.Default(&s.SSE, "none")
+	confkey.Default(&s.StorageClass, "STANDARD")
+	confkey.Default(&s.MaxAttempts, 10)
+	confkey.Default(&s.MaxBackoff, 20*time.Second)
 	if s.Preflight == nil {
 		s.Preflight = ptr(true)
 	}
 }
 
-func (k *KafkaConfig) setDefaults() {
-	setDefault(&k.Value, "json")
-	setDefault(&k.Compression, "lz4")
-	setDefault(&k.BatchSize, 1000)
-	setDefault(&k.BatchBytes, 1*mib)
-	setDefault(&k.BatchTimeout, 50*time.Millisecond)
-	setDefault(&k.MaxAttempts, 10)
-	setDefault(&k.WriteTimeout, 10*time.Second)
+func (k *KafkaOutputConfig) setDefaults() {
+	confkey.Default(&k.Value, "json")
+	confkey.Default(&k.Compression, "lz4")
+	confkey.Default(&k.BatchSize, 1000)
+	confkey.Default(&k.BatchBytes, 1*mib)
+	confkey.Default(&k.BatchTimeout, 50*time.Millisecond)
+	confkey.Default(&k.MaxAttempts, 10)
+	confkey.Default(&k.WriteTimeout, 10*time.Second)
 }
 
 // envEndpoint is the S3 endpoint the SDK takes from the environment.
@@ -216,7 +224,7 @@ var partitionName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // `sinks`.
 func (c *Config) Validate() error {
 	if c.Files == nil && c.Kafka == nil {
-		return keyErr("files", "no sink configured; set sinks.files.url and/or sinks.kafka.topic")
+		return confkey.Errorf("files", "no sink configured; set sinks.files.url and/or sinks.kafka.topic")
 	}
 	if f := c.Files; f != nil {
 		if err := f.validate(); err != nil {
@@ -233,30 +241,30 @@ func (c *Config) Validate() error {
 
 func (f *FilesConfig) validate() error {
 	if f.URL == "" {
-		return keyErr("files.url", "required: s3://bucket/prefix, file:///path or a folder path")
+		return confkey.Errorf("files.url", "required: s3://bucket/prefix, file:///path or a folder path")
 	}
 	if _, err := ParseURL(f.URL); err != nil {
-		return keyErr("files.url", "%v", err)
+		return confkey.Errorf("files.url", "%v", err)
 	}
 	seen := map[string]bool{}
 	for i, p := range f.PartitionBy {
 		key := fmt.Sprintf("files.partition_by[%d]", i)
 		if p.Column == "" {
-			return keyErr(key+".column", "required: the output column whose value names the folder")
+			return confkey.Errorf(key+".column", "required: the output column whose value names the folder")
 		}
 		if !partitionName.MatchString(p.Name) {
-			return keyErr(key+".name", "%q is not a folder name: use letters, digits and _", p.Name)
+			return confkey.Errorf(key+".name", "%q is not a folder name: use letters, digits and _", p.Name)
 		}
 		if seen[p.Name] {
-			return keyErr(key+".name", "%q appears twice", p.Name)
+			return confkey.Errorf(key+".name", "%q appears twice", p.Name)
 		}
 		seen[p.Name] = true
 		if p.Format != "" && strings.Contains(p.Format, "/") {
-			return keyErr(key+".format", "%q would add a folder level; use one partition_by entry per level", p.Format)
+			return confkey.Errorf(key+".format", "%q would add a folder level; use one partition_by entry per level", p.Format)
 		}
 	}
 	if f.MaxFileBytes < mib {
-		return keyErr("files.max_file_bytes", "%d is below the minimum of 1 MiB (1048576)", f.MaxFileBytes)
+		return confkey.Errorf("files.max_file_bytes", "%d is below the minimum of 1 MiB (1048576)", f.MaxFileBytes)
 	}
 	if err := f.Parquet.validate(); err != nil {
 		return err
@@ -269,78 +277,81 @@ func (f *FilesConfig) validate() error {
 
 func (p *ParquetConfig) validate() error {
 	if !slices.Contains(ParquetCompressions, p.Compression) {
-		return keyErr("files.parquet.compression", "%q is not one of %s", p.Compression, strings.Join(ParquetCompressions, ", "))
+		return confkey.Errorf("files.parquet.compression", "%q is not one of %s", p.Compression, strings.Join(ParquetCompressions, ", "))
 	}
 	if p.RowGroupRows < 1 {
-		return keyErr("files.parquet.row_group_rows", "must be at least 1")
+		return confkey.Errorf("files.parquet.row_group_rows", "must be at least 1")
 	}
 	if p.RowGroupBytes < mib {
-		return keyErr("files.parquet.row_group_bytes", "%d is below the minimum of 1 MiB (1048576)", p.RowGroupBytes)
+		return confkey.Errorf("files.parquet.row_group_bytes", "%d is below the minimum of 1 MiB (1048576)", p.RowGroupBytes)
 	}
 	if p.PageBytes < 4096 || int64(p.PageBytes) > p.RowGroupBytes {
-		return keyErr("files.parquet.page_bytes", "%d must be between 4096 and row_group_bytes (%d)", p.PageBytes, p.RowGroupBytes)
+		return confkey.Errorf("files.parquet.page_bytes", "%d must be between 4096 and row_group_bytes (%d)", p.PageBytes, p.RowGroupBytes)
 	}
 	if p.DictionaryMaxBytes < 0 {
-		return keyErr("files.parquet.dictionary_max_bytes", "must not be negative")
+		return confkey.Errorf("files.parquet.dictionary_max_bytes", "must not be negative")
 	}
 	if p.DataPageVersion != 1 && p.DataPageVersion != 2 {
-		return keyErr("files.parquet.data_page_version", "%d is not one of 1, 2", p.DataPageVersion)
+		return confkey.Errorf("files.parquet.data_page_version", "%d is not one of 1, 2", p.DataPageVersion)
 	}
 	return nil
 }
 
 func (s *S3Config) validate() error {
 	if s.PartBytes < minPartBytes {
-		return keyErr("files.s3.part_bytes", "%d is below S3's minimum part size of 5 MiB (5242880)", s.PartBytes)
+		return confkey.Errorf("files.s3.part_bytes", "%d is below S3's minimum part size of 5 MiB (5242880)", s.PartBytes)
 	}
 	if s.PartBytes > 5<<30 {
-		return keyErr("files.s3.part_bytes", "%d is above S3's maximum part size of 5 GiB", s.PartBytes)
+		return confkey.Errorf("files.s3.part_bytes", "%d is above S3's maximum part size of 5 GiB", s.PartBytes)
 	}
 	if s.PartConcurrency < 1 {
-		return keyErr("files.s3.part_concurrency", "must be at least 1")
+		return confkey.Errorf("files.s3.part_concurrency", "must be at least 1")
 	}
 	if !slices.Contains(S3Checksums, s.Checksum) {
-		return keyErr("files.s3.checksum", "%q is not one of %s", s.Checksum, strings.Join(S3Checksums, ", "))
+		return confkey.Errorf("files.s3.checksum", "%q is not one of %s", s.Checksum, strings.Join(S3Checksums, ", "))
 	}
 	if !slices.Contains(S3SSEModes, s.SSE) {
-		return keyErr("files.s3.sse", "%q is not one of %s", s.SSE, strings.Join(S3SSEModes, ", "))
+		return confkey.Errorf("files.s3.sse", "%q is not one of %s", s.SSE, strings.Join(S3SSEModes, ", "))
 	}
 	if s.KMSKeyID != "" && s.SSE != "aws:kms" {
-		return keyErr("files.s3.kms_key_id", "set only with sse: aws:kms")
+		return confkey.Errorf("files.s3.kms_key_id", "set only with sse: aws:kms")
 	}
 	if s.MaxAttempts < 1 {
-		return keyErr("files.s3.max_attempts", "must be at least 1")
+		return confkey.Errorf("files.s3.max_attempts", "must be at least 1")
 	}
 	if s.MaxBackoff < time.Second {
-		return keyErr("files.s3.max_backoff", "%s is below the minimum of 1s", s.MaxBackoff)
+		return confkey.Errorf("files.s3.max_backoff", "%s is below the minimum of 1s", s.MaxBackoff)
+	}
+	if (s.AccessKeyID == "") != (s.SecretAccessKey == "") {
+		return confkey.Errorf("files.s3.secret_access_key", "set access_key_id and secret_access_key together (e.g. secret_access_key: ${file:/run/secrets/s3-secret-key}), or neither to use the AWS SDK's credential chain")
 	}
 	return nil
 }
 
-func (k *KafkaConfig) validate() error {
+func (k *KafkaOutputConfig) validate() error {
 	if k.Topic == "" {
-		return keyErr("kafka.topic", "required: the topic to produce to")
+		return confkey.Errorf("kafka.topic", "required: the topic to produce to")
 	}
 	if !slices.Contains(KafkaValues, k.Value) {
-		return keyErr("kafka.value", "%q is not one of %s", k.Value, strings.Join(KafkaValues, ", "))
+		return confkey.Errorf("kafka.value", "%q is not one of %s", k.Value, strings.Join(KafkaValues, ", "))
 	}
 	if !slices.Contains(KafkaCompressions, k.Compression) {
-		return keyErr("kafka.compression", "%q is not one of %s", k.Compression, strings.Join(KafkaCompressions, ", "))
+		return confkey.Errorf("kafka.compression", "%q is not one of %s", k.Compression, strings.Join(KafkaCompressions, ", "))
 	}
 	if k.BatchSize < 1 {
-		return keyErr("kafka.batch_size", "must be at least 1")
+		return confkey.Errorf("kafka.batch_size", "must be at least 1")
 	}
 	if k.BatchBytes < 1024 {
-		return keyErr("kafka.batch_bytes", "%d is below the minimum of 1024", k.BatchBytes)
+		return confkey.Errorf("kafka.batch_bytes", "%d is below the minimum of 1024", k.BatchBytes)
 	}
 	if k.BatchTimeout < time.Millisecond {
-		return keyErr("kafka.batch_timeout", "%s is below the minimum of 1ms", k.BatchTimeout)
+		return confkey.Errorf("kafka.batch_timeout", "%s is below the minimum of 1ms", k.BatchTimeout)
 	}
 	if k.MaxAttempts < 1 {
-		return keyErr("kafka.max_attempts", "must be at least 1")
+		return confkey.Errorf("kafka.max_attempts", "must be at least 1")
 	}
 	if k.WriteTimeout < time.Second {
-		return keyErr("kafka.write_timeout", "%s is below the minimum of 1s", k.WriteTimeout)
+		return confkey.Errorf("kafka.write_timeout", "%s is below the minimum of 1s", k.WriteTimeout)
 	}
 	return nil
 }
@@ -353,47 +364,25 @@ func (c *Config) CheckSchema(s *Schema) error {
 			key := fmt.Sprintf("files.partition_by[%d]", i)
 			j := s.Index(p.Column)
 			if j < 0 {
-				return keyErr(key+".column", "%q is not an output column", p.Column)
+				return confkey.Errorf(key+".column", "%q is not an output column", p.Column)
 			}
 			switch t := s.Fields[j].Type; t {
 			case Timestamp, Date:
 			case String, Int32, Int64, Bool:
 				if p.Format != "" {
-					return keyErr(key+".format", "column %q is %s; format applies to timestamp and date columns only", p.Column, t)
+					return confkey.Errorf(key+".format", "column %q is %s; format applies to timestamp and date columns only", p.Column, t)
 				}
 			default:
-				return keyErr(key+".column", "column %q is %s; partition by a string, integer, bool, timestamp or date column", p.Column, t)
+				return confkey.Errorf(key+".column", "column %q is %s; partition by a string, integer, bool, timestamp or date column", p.Column, t)
 			}
 		}
 	}
 	if k := c.Kafka; k != nil && k.Key != "" {
 		if s.Index(k.Key) < 0 {
-			return keyErr("kafka.key", "%q is not an output column", k.Key)
+			return confkey.Errorf("kafka.key", "%q is not an output column", k.Key)
 		}
 	}
 	return nil
 }
 
-// KeyError is a config error tied to a key of the section; the loader turns
-// Key into a file:line.
-type KeyError struct {
-	Key string
-	Msg string
-}
-
-func (e *KeyError) Error() string     { return e.Key + ": " + e.Msg }
-func (e *KeyError) ConfigKey() string { return e.Key }
-
-func keyErr(key, format string, args ...any) error {
-	return &KeyError{Key: key, Msg: fmt.Sprintf(format, args...)}
-}
-
 func ptr[T any](v T) *T { return &v }
-
-// setDefault sets *p to v when it holds its zero value.
-func setDefault[T comparable](p *T, v T) {
-	var zero T
-	if *p == zero {
-		*p = v
-	}
-}

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/logstore/logstore/internal/confkey"
 )
 
 func TestConfigDefaults(t *testing.T) {
 	t.Setenv("AWS_ENDPOINT_URL_S3", "")
 	t.Setenv("AWS_ENDPOINT_URL", "")
-	c := Config{Files: &FilesConfig{URL: "s3://b/p", PartitionBy: []PartitionColumn{{Column: "dt"}}}, Kafka: &KafkaConfig{Topic: "out"}}
+	c := Config{Files: &FilesConfig{URL: "s3://b/p", PartitionBy: []PartitionColumn{{Column: "dt"}}}, Kafka: &KafkaOutputConfig{Topic: "out"}}
 	c.SetDefaults()
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
@@ -57,11 +59,11 @@ func TestConfigValidateNamesTheKey(t *testing.T) {
 		{"kafka.value", func(c *Config) { c.Kafka.Value = "avro" }},
 		{"kafka.compression", func(c *Config) { c.Kafka.Compression = "brotli" }},
 	} {
-		c := Config{Files: &FilesConfig{URL: "file:///tmp/x"}, Kafka: &KafkaConfig{Topic: "t"}}
+		c := Config{Files: &FilesConfig{URL: "file:///tmp/x"}, Kafka: &KafkaOutputConfig{Topic: "t"}}
 		c.SetDefaults()
 		tc.set(&c)
 		err := c.Validate()
-		var ke *KeyError
+		var ke *confkey.Error
 		if !errors.As(err, &ke) || ke.Key != tc.key {
 			t.Errorf("%s: Validate() = %v", tc.key, err)
 		}
@@ -71,7 +73,7 @@ func TestConfigValidateNamesTheKey(t *testing.T) {
 func TestConfigCheckSchema(t *testing.T) {
 	c := Config{Files: &FilesConfig{URL: "file:///x", PartitionBy: []PartitionColumn{{Name: "s", Column: "service", Format: "2006"}}}}
 	err := c.CheckSchema(layoutSchema)
-	var ke *KeyError
+	var ke *confkey.Error
 	if !errors.As(err, &ke) || ke.Key != "files.partition_by[0].format" {
 		t.Errorf("CheckSchema = %v", err)
 	}
@@ -79,7 +81,7 @@ func TestConfigCheckSchema(t *testing.T) {
 	if err := c.CheckSchema(layoutSchema); err != nil {
 		t.Error(err)
 	}
-	c.Kafka = &KafkaConfig{Topic: "t", Key: "nope"}
+	c.Kafka = &KafkaOutputConfig{Topic: "t", Key: "nope"}
 	if err := c.CheckSchema(layoutSchema); !errors.As(err, &ke) || ke.Key != "kafka.key" {
 		t.Errorf("CheckSchema = %v", err)
 	}

@@ -5,14 +5,16 @@ import (
 	"time"
 )
 
-// DeadLetter is a record the pipeline could not turn into a row, with the
+// DeadLetterRow is a record the pipeline could not turn into a row, with the
 // reason.
-type DeadLetter struct {
+type DeadLetterRow struct {
 	Reason string
 	Source Source
 }
 
-// deadLetterSchema is fixed so that every _errors/ file reads the same.
+// deadLetterSchema is fixed so that every _errors/ file reads the same:
+// reason, topic, partition, offset, timestamp (the record's, ms), key and
+// value (the record's bytes; null when the record had none).
 var deadLetterSchema = &Schema{Fields: []Field{
 	{Name: "reason", Type: String, Required: true},
 	{Name: "topic", Type: String, Required: true},
@@ -23,15 +25,10 @@ var deadLetterSchema = &Schema{Fields: []Field{
 	{Name: "value", Type: Bytes},
 }}
 
-// DeadLetterSchema is the schema of dead-letter files: reason, topic,
-// partition, offset, timestamp (the record's, ms), key and value (the
-// record's bytes; null when the record had none).
-func DeadLetterSchema() *Schema { return deadLetterSchema }
-
 // NewDeadLetterBatch makes the dead letters of a partition's records
-// first..last into a batch with DeadLetterSchema, for Files.WriteDeadLetters.
+// first..last into a batch with deadLetterSchema, for Files.WriteDeadLetters.
 // Prefix is left empty; set it as for the main batch.
-func NewDeadLetterBatch(topic string, partition int, first, last int64, letters []DeadLetter) *Batch {
+func NewDeadLetterBatch(topic string, partition int, first, last int64, letters []DeadLetterRow) *Batch {
 	b := &Batch{
 		Topic: topic, Partition: partition, First: first, Last: last,
 		Schema:  deadLetterSchema,

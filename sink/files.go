@@ -28,9 +28,9 @@ type Files struct {
 	spool  *Spool
 }
 
-// NewFiles opens the store the URL names and runs its preflight check
+// newFiles opens the store the URL names and runs its preflight check
 // unless files.s3.preflight is off. cfg must have had SetDefaults.
-func NewFiles(ctx context.Context, cfg *FilesConfig) (*Files, error) {
+func newFiles(ctx context.Context, cfg *FilesConfig) (*Files, error) {
 	loc, err := ParseURL(cfg.URL)
 	if err != nil {
 		return nil, err
@@ -47,9 +47,9 @@ func NewFiles(ctx context.Context, cfg *FilesConfig) (*Files, error) {
 		store, prefix, preflight = s3, loc.Prefix, *cfg.S3.Preflight
 		s3.probeKey = joinKey(prefix, "_logstore_preflight")
 	default:
-		store = NewFileStore(loc.Dir, *cfg.File.Fsync)
+		store = newFileStore(loc.Dir, *cfg.File.Fsync)
 	}
-	f, err := NewFilesOn(store, prefix, cfg)
+	f, err := newFilesOn(store, prefix, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -61,10 +61,10 @@ func NewFiles(ctx context.Context, cfg *FilesConfig) (*Files, error) {
 	return f, nil
 }
 
-// NewFilesOn writes to a given store below prefix; NewFiles uses it, tests
-// and tools may too.
-func NewFilesOn(store Store, prefix string, cfg *FilesConfig) (*Files, error) {
-	spool, err := NewSpool(cfg.SpoolDir)
+// newFilesOn writes to a given store below prefix; newFiles uses it, and
+// tests use it with stores of their own.
+func newFilesOn(store Store, prefix string, cfg *FilesConfig) (*Files, error) {
+	spool, err := newSpool(cfg.SpoolDir)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (f *Files) Write(ctx context.Context, b *Batch) error {
 	if len(b.Rows) == 0 {
 		return nil
 	}
-	layout, err := NewLayout(f.cfg.PartitionBy, b.Schema)
+	layout, err := newLayout(f.cfg.PartitionBy, b.Schema)
 	if err != nil {
 		return err
 	}
@@ -98,7 +98,7 @@ func (f *Files) Close() error { return nil }
 
 func (f *Files) writeFolder(ctx context.Context, b *Batch, folder string, rows []int) error {
 	for part := 0; len(rows) > 0; part++ {
-		key := ObjectKey(f.prefix, folder, b, part)
+		key := objectKey(f.prefix, folder, b, part)
 		n, err := f.writeFile(ctx, key, b, rows)
 		if err != nil {
 			return err
@@ -117,7 +117,7 @@ func (f *Files) writeFile(ctx context.Context, key string, b *Batch, rows []int)
 		return 0, err
 	}
 	defer sf.Remove()
-	pw, err := NewParquetWriter(sf, b.Schema, f.cfg.Parquet)
+	pw, err := newParquetWriter(sf, b.Schema, f.cfg.Parquet)
 	if err != nil {
 		return 0, err
 	}

@@ -88,7 +88,7 @@ func TestFilesWritesOneFilePerFolder(t *testing.T) {
 	out := t.TempDir()
 	cfg := testFilesConfig(t, "file://"+out)
 	cfg.PartitionBy = []PartitionColumn{{Name: "dt", Column: "event_time"}, {Name: "hour", Column: "event_time", Format: "15"}}
-	f, err := NewFiles(context.Background(), cfg)
+	f, err := newFiles(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestFilesSplitsAtMaxFileBytes(t *testing.T) {
 	cfg := testFilesConfig(t, out)
 	cfg.MaxFileBytes = 256 << 10 // below the config minimum, to keep the test small
 	cfg.Parquet.RowGroupBytes = 64 << 10
-	f, err := NewFiles(context.Background(), cfg)
+	f, err := newFiles(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestFilesSplitsAtMaxFileBytes(t *testing.T) {
 
 func TestFilesRowErrorNamesTheRecord(t *testing.T) {
 	cfg := testFilesConfig(t, t.TempDir())
-	f, err := NewFiles(context.Background(), cfg)
+	f, err := newFiles(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,12 +174,12 @@ func TestFilesRowErrorNamesTheRecord(t *testing.T) {
 
 func TestFilesDeadLetters(t *testing.T) {
 	out := t.TempDir()
-	f, err := NewFiles(context.Background(), testFilesConfig(t, out))
+	f, err := newFiles(context.Background(), testFilesConfig(t, out))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
-	b := NewDeadLetterBatch("logs", 4, 500, 599, []DeadLetter{
+	b := NewDeadLetterBatch("logs", 4, 500, 599, []DeadLetterRow{
 		{Reason: "json: invalid character 'x'", Source: Source{Offset: 507, Key: []byte("k"), Value: []byte("x{"), Timestamp: ts}},
 		{Reason: "missing event_time", Source: Source{Offset: 590, Value: []byte(`{}`)}},
 	})
@@ -191,7 +191,7 @@ func TestFilesDeadLetters(t *testing.T) {
 	if got := listFiles(t, out); !slices.Equal(got, []string{name}) {
 		t.Fatalf("files %v, want %s", got, name)
 	}
-	got := readParquetFile(t, DeadLetterSchema(), filepath.Join(out, name))
+	got := readParquetFile(t, deadLetterSchema, filepath.Join(out, name))
 	sameRows(t, got, []Row{
 		{"json: invalid character 'x'", "logs", int32(4), int64(507), ts, []byte("k"), []byte("x{")},
 		{"missing event_time", "logs", int32(4), int64(590), nil, nil, []byte("{}")},

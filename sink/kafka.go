@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/logstore/logstore/internal/confkey"
 )
 
 // The headers every produced record carries, naming the input record it
@@ -25,17 +27,17 @@ const (
 // headers let consumers drop the repeats.
 type Kafka struct {
 	w       *kafka.Writer
-	cfg     *KafkaConfig
+	cfg     *KafkaOutputConfig
 	brokers []string
 }
 
-// NewKafka makes the producer. brokers are the output cluster's bootstrap
+// newKafka makes the producer. brokers are the output cluster's bootstrap
 // servers; transport carries TLS and SASL (nil is plain TCP on a transport
 // of its own: kafka-go's shared default keeps a failed metadata answer for
 // every later client in the process). cfg must have had SetDefaults.
-func NewKafka(cfg *KafkaConfig, brokers []string, transport kafka.RoundTripper) (*Kafka, error) {
+func newKafka(cfg *KafkaOutputConfig, brokers []string, transport kafka.RoundTripper) (*Kafka, error) {
 	if len(brokers) == 0 {
-		return nil, keyErr("kafka.brokers", "no brokers for the output topic %q", cfg.Topic)
+		return nil, confkey.Errorf("kafka.brokers", "no brokers for the output topic %q", cfg.Topic)
 	}
 	codec, err := kafkaCodec(cfg.Compression)
 	if err != nil {
@@ -73,7 +75,7 @@ func kafkaCodec(name string) (kafka.Compression, error) {
 	case "zstd":
 		return kafka.Zstd, nil
 	}
-	return 0, keyErr("kafka.compression", "%q is not one of none, gzip, snappy, lz4, zstd", name)
+	return 0, confkey.Errorf("kafka.compression", "%q is not one of none, gzip, snappy, lz4, zstd", name)
 }
 
 // Write produces the batch's rows and waits for all acknowledgements.
@@ -81,7 +83,7 @@ func (k *Kafka) Write(ctx context.Context, b *Batch) error {
 	if len(b.Rows) == 0 {
 		return nil
 	}
-	msgs, err := KafkaMessages(k.cfg, b)
+	msgs, err := kafkaMessages(k.cfg, b)
 	if err != nil {
 		return err
 	}
@@ -107,13 +109,13 @@ func firstError(errs kafka.WriteErrors) error {
 // Close flushes and closes the producer.
 func (k *Kafka) Close() error { return k.w.Close() }
 
-// KafkaMessages turns a batch into the records Write produces: key from the
+// kafkaMessages turns a batch into the records Write produces: key from the
 // key column, value per `value`, and the source headers.
-func KafkaMessages(cfg *KafkaConfig, b *Batch) ([]kafka.Message, error) {
+func kafkaMessages(cfg *KafkaOutputConfig, b *Batch) ([]kafka.Message, error) {
 	keyCol := -1
 	if cfg.Key != "" {
 		if keyCol = b.Schema.Index(cfg.Key); keyCol < 0 {
-			return nil, keyErr("kafka.key", "%q is not an output column", cfg.Key)
+			return nil, confkey.Errorf("kafka.key", "%q is not an output column", cfg.Key)
 		}
 	}
 	original := cfg.Value == "original"
@@ -135,7 +137,7 @@ func KafkaMessages(cfg *KafkaConfig, b *Batch) ([]kafka.Message, error) {
 			m.Value = b.Sources[i].Value
 		} else {
 			var err error
-			if buf, err = AppendRowJSON(buf, b.Schema, r); err != nil {
+			if buf, err = appendRowJSON(buf, b.Schema, r); err != nil {
 				return nil, &RowError{Topic: b.Topic, Partition: b.Partition, Index: i, Offset: sourceOffset(b, i), Err: err}
 			}
 			ends[i] = len(buf)

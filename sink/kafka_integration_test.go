@@ -4,49 +4,22 @@ package sink
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/logstore/logstore/internal/testkit"
 )
 
-// This test needs the cluster of scripts/kafka-cluster.sh (CI and
-// scripts/test.sh start it first).
-var testBrokers = []string{"127.0.0.1:19092", "127.0.0.1:29092", "127.0.0.1:39092"}
-
-func requireKafka(t *testing.T) *kafka.Client {
-	t.Helper()
-	client := &kafka.Client{Addr: kafka.TCP(testBrokers...), Timeout: 10 * time.Second, Transport: &kafka.Transport{}}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{}})
-	if err != nil || len(md.Brokers) < 3 {
-		t.Fatalf("the Kafka test cluster does not answer with 3 brokers at %v (%v); start it with scripts/kafka-cluster.sh start", testBrokers, err)
-	}
-	return client
-}
-
 func TestKafkaIntegrationEveryRowWithItsSourceHeaders(t *testing.T) {
-	client := requireKafka(t)
+	client := testkit.RequireCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	topic := fmt.Sprintf("sink-out-%d", time.Now().UnixNano())
-	res, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: topic, NumPartitions: 3, ReplicationFactor: 3}}})
-	if err == nil {
-		err = res.Errors[topic]
-	}
-	if err != nil {
-		t.Fatalf("create topic %s: %v", topic, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		client.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: []string{topic}})
-	})
+	topic := testkit.CreateTopic(t, client, []int{1, 2, 3}, []int{2, 3, 1}, []int{3, 1, 2})
 
-	sinks, err := New(ctx, Config{Kafka: &KafkaConfig{Topic: topic, Key: "service", Compression: "zstd"}}, Deps{KafkaBrokers: testBrokers, Schema: logSchema})
+	sinks, err := New(ctx, Config{Kafka: &KafkaOutputConfig{Topic: topic, Key: "service", Compression: "zstd"}}, Deps{KafkaBrokers: testkit.Brokers, Schema: logSchema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +45,7 @@ func TestKafkaIntegrationEveryRowWithItsSourceHeaders(t *testing.T) {
 	}
 	t.Logf("3 batches, 2100 records, acks=all: %s", time.Since(start).Round(time.Millisecond))
 
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: testBrokers, GroupTopics: []string{topic}, GroupID: topic + "-check", StartOffset: kafka.FirstOffset, MaxWait: 200 * time.Millisecond})
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: testkit.Brokers, GroupTopics: []string{topic}, GroupID: topic + "-check", StartOffset: kafka.FirstOffset, MaxWait: 200 * time.Millisecond})
 	defer r.Close()
 	type source struct {
 		partition string
@@ -98,7 +71,7 @@ func TestKafkaIntegrationEveryRowWithItsSourceHeaders(t *testing.T) {
 		}
 		seen[src]++
 		row := b.Rows[src.offset-b.First]
-		if want, _ := AppendRowJSON(nil, logSchema, row); string(m.Value) != string(want) {
+		if want, _ := appendRowJSON(nil, logSchema, row); string(m.Value) != string(want) {
 			t.Errorf("source %v: value %s, want %s", src, m.Value, want)
 		}
 		if string(m.Key) != row[2] {

@@ -25,7 +25,7 @@ func TestAppendRowJSON(t *testing.T) {
 			`"ts_us":"1969-12-31T23:59:59.999999Z","d":"1969-12-31","raw":"","doc":null,"labels":{},"req_labels":{"a":""},"req_s":"y"}`,
 	}
 	for i, r := range rows {
-		got, err := AppendRowJSON(nil, allTypes, r)
+		got, err := appendRowJSON(nil, allTypes, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +40,7 @@ func TestAppendRowJSON(t *testing.T) {
 
 func TestAppendRowJSONStrings(t *testing.T) {
 	s := &Schema{Fields: []Field{{Name: "s", Type: String}, {Name: "j", Type: JSON}, {Name: "f", Type: Float32}}}
-	got, err := AppendRowJSON(nil, s, Row{"q\"b\\n\n\t\x01\xff€", "{not json", float32(math.Inf(1))})
+	got, err := appendRowJSON(nil, s, Row{"q\"b\\n\n\t\x01\xff€", "{not json", float32(math.Inf(1))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,9 +66,9 @@ func kafkaBatch() *Batch {
 func TestKafkaMessages(t *testing.T) {
 	b := kafkaBatch()
 	for _, value := range KafkaValues {
-		cfg := &KafkaConfig{Topic: "out", Key: "service", Value: value}
+		cfg := &KafkaOutputConfig{Topic: "out", Key: "service", Value: value}
 		cfg.setDefaults()
-		msgs, err := KafkaMessages(cfg, b)
+		msgs, err := kafkaMessages(cfg, b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +78,7 @@ func TestKafkaMessages(t *testing.T) {
 			}
 			wantValue := string(b.Sources[i].Value)
 			if value == "json" {
-				j, _ := AppendRowJSON(nil, logSchema, b.Rows[i])
+				j, _ := appendRowJSON(nil, logSchema, b.Rows[i])
 				wantValue = string(j)
 			}
 			if string(m.Value) != wantValue {
@@ -87,16 +87,16 @@ func TestKafkaMessages(t *testing.T) {
 			checkSourceHeaders(t, m, "in", 7, 100+int64(i))
 		}
 	}
-	cfg := &KafkaConfig{Topic: "out", Value: "original", BatchBytes: 1024}
+	cfg := &KafkaOutputConfig{Topic: "out", Value: "original", BatchBytes: 1024}
 	cfg.setDefaults()
 	b.Sources[3].Value = make([]byte, 2000)
-	_, err := KafkaMessages(cfg, b)
+	_, err := kafkaMessages(cfg, b)
 	var re *RowError
 	if !errors.As(err, &re) || re.Offset != 103 {
 		t.Errorf("a record over batch_bytes: %v, want a RowError for offset 103", err)
 	}
 	b.Sources = nil
-	if _, err := KafkaMessages(cfg, b); err == nil {
+	if _, err := kafkaMessages(cfg, b); err == nil {
 		t.Error("value: original without sources: no error")
 	}
 }
@@ -126,9 +126,9 @@ func TestKafkaWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	cfg := &KafkaConfig{Topic: "out", Key: "trace_id"}
+	cfg := &KafkaOutputConfig{Topic: "out", Key: "trace_id"}
 	cfg.setDefaults()
-	k, err := NewKafka(cfg, c.ListenAddrs(), nil)
+	k, err := newKafka(cfg, c.ListenAddrs(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestKafkaWrite(t *testing.T) {
 			}
 			off, _ := strconv.ParseInt(headerValue(m, HeaderSourceOffset), 10, 64)
 			i := int(off - 100)
-			if j, _ := AppendRowJSON(nil, logSchema, b.Rows[i]); string(m.Value) != string(j) {
+			if j, _ := appendRowJSON(nil, logSchema, b.Rows[i]); string(m.Value) != string(j) {
 				t.Errorf("offset %d: value %s", off, m.Value)
 			}
 			checkSourceHeaders(t, m, "in", 7, off)
@@ -170,9 +170,9 @@ func TestKafkaWrite(t *testing.T) {
 		t.Errorf("read back %d of %d records", len(seen), len(b.Rows))
 	}
 
-	missing := &KafkaConfig{Topic: "nope"}
+	missing := &KafkaOutputConfig{Topic: "nope"}
 	missing.setDefaults()
-	k2, _ := NewKafka(missing, c.ListenAddrs(), nil)
+	k2, _ := newKafka(missing, c.ListenAddrs(), nil)
 	defer k2.Close()
 	if err := k2.Preflight(ctx); err == nil {
 		t.Error("preflight took a missing topic")

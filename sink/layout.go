@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/logstore/logstore/internal/confkey"
 )
 
 // HiveDefaultPartition is the folder value Hive, Spark and Trino read as
@@ -30,13 +32,13 @@ type layoutLevel struct {
 	format string
 }
 
-// NewLayout resolves partition_by against the output schema.
-func NewLayout(by []PartitionColumn, s *Schema) (*Layout, error) {
+// newLayout resolves partition_by against the output schema.
+func newLayout(by []PartitionColumn, s *Schema) (*Layout, error) {
 	l := &Layout{}
 	for i, p := range by {
 		c := s.Index(p.Column)
 		if c < 0 {
-			return nil, keyErr(fmt.Sprintf("files.partition_by[%d].column", i), "%q is not an output column", p.Column)
+			return nil, confkey.Errorf(fmt.Sprintf("files.partition_by[%d].column", i), "%q is not an output column", p.Column)
 		}
 		lv := layoutLevel{name: p.Name, col: c, typ: s.Fields[c].Type, format: p.Format}
 		if lv.name == "" {
@@ -49,7 +51,7 @@ func NewLayout(by []PartitionColumn, s *Schema) (*Layout, error) {
 			}
 		case String, Int32, Int64, Bool:
 		default:
-			return nil, keyErr(fmt.Sprintf("files.partition_by[%d].column", i), "column %q is %s; partition by a string, integer, bool, timestamp or date column", p.Column, lv.typ)
+			return nil, confkey.Errorf(fmt.Sprintf("files.partition_by[%d].column", i), "column %q is %s; partition by a string, integer, bool, timestamp or date column", p.Column, lv.typ)
 		}
 		l.levels = append(l.levels, lv)
 	}
@@ -158,11 +160,11 @@ func (l *Layout) Group(rows []Row) []FolderGroup {
 	return groups
 }
 
-// ObjectKey is a file's key below the sink's root:
+// objectKey is a file's key below the sink's root:
 // {prefix}/{folder}/{topic}-{partition}-{first}-{last}[-{n}].parquet, where
 // part n > 0 numbers the files a folder splits into at max_file_bytes.
 // Empty parts are left out.
-func ObjectKey(prefix, folder string, b *Batch, part int) string {
+func objectKey(prefix, folder string, b *Batch, part int) string {
 	name := b.Name()
 	if part > 0 {
 		name += "-" + strconv.Itoa(part)

@@ -37,7 +37,7 @@ func TestLayoutFolder(t *testing.T) {
 			Row{nil, "", nil, nil}, "service=__HIVE_DEFAULT_PARTITION__/status=__HIVE_DEFAULT_PARTITION__/dt=__HIVE_DEFAULT_PARTITION__"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l, err := NewLayout(tc.by, layoutSchema)
+			l, err := newLayout(tc.by, layoutSchema)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -54,14 +54,14 @@ func TestLayoutRefuses(t *testing.T) {
 		{{Name: "x", Column: "missing"}},
 		{{Name: "f", Column: "f"}},
 	} {
-		if _, err := NewLayout(by, s); err == nil {
-			t.Errorf("NewLayout(%v) took it", by)
+		if _, err := newLayout(by, s); err == nil {
+			t.Errorf("newLayout(%v) took it", by)
 		}
 	}
 }
 
 func TestLayoutGroupIsSortedAndKeepsRowOrder(t *testing.T) {
-	l, err := NewLayout([]PartitionColumn{{Name: "service", Column: "service"}}, layoutSchema)
+	l, err := newLayout([]PartitionColumn{{Name: "service", Column: "service"}}, layoutSchema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,8 +93,8 @@ func TestObjectKey(t *testing.T) {
 		{"p", "", "_errors", 0, "p/_errors/logs-3-100-199.parquet"},
 	} {
 		b.Prefix = tc.batchPrefix
-		if got := ObjectKey(tc.prefix, tc.folder, b, tc.part); got != tc.want {
-			t.Errorf("ObjectKey(%q, %q, %q, %d) = %q, want %q", tc.prefix, tc.batchPrefix, tc.folder, tc.part, got, tc.want)
+		if got := objectKey(tc.prefix, tc.folder, b, tc.part); got != tc.want {
+			t.Errorf("objectKey(%q, %q, %q, %d) = %q, want %q", tc.prefix, tc.batchPrefix, tc.folder, tc.part, got, tc.want)
 		}
 	}
 }

@@ -14,9 +14,9 @@ func TestMetaRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, store := range map[string]Store{"file": NewFileStore(t.TempDir(), true), "s3": s3} {
+	for name, store := range map[string]Store{"file": newFileStore(t.TempDir(), true), "s3": s3} {
 		t.Run(name, func(t *testing.T) {
-			f, err := NewFilesOn(store, "table", testFilesConfig(t, t.TempDir()))
+			f, err := newFilesOn(store, "table", testFilesConfig(t, t.TempDir()))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -40,9 +40,9 @@ type parquetColumn struct {
 	goType   reflect.Type
 }
 
-// ParquetSchema converts s to the file schema, in s's column order.
+// parquetSchema converts s to the file schema, in s's column order.
 // Dictionary encoding applies to string, json and map columns.
-func ParquetSchema(s *Schema, dictionary bool) (*parquet.Schema, error) {
+func parquetSchema(s *Schema, dictionary bool) (*parquet.Schema, error) {
 	root, _, err := parquetColumns(s, dictionary)
 	if err != nil {
 		return nil, err
@@ -169,8 +169,8 @@ type ParquetWriter struct {
 	keys          []string
 }
 
-// NewParquetWriter starts a file on out. cfg must have had SetDefaults.
-func NewParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig) (*ParquetWriter, error) {
+// newParquetWriter starts a file on out. cfg must have had SetDefaults.
+func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig) (*ParquetWriter, error) {
 	root, cols, err := parquetColumns(s, *cfg.Dictionary)
 	if err != nil {
 		return nil, err

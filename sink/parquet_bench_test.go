@@ -16,7 +16,7 @@ func BenchmarkParquetEncode(b *testing.B) {
 	rows := logRows(time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC), n)
 	var jsonBytes int64
 	for _, r := range rows {
-		j, err := AppendRowJSON(nil, logSchema, r)
+		j, err := appendRowJSON(nil, logSchema, r)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -41,7 +41,7 @@ func BenchmarkParquetEncode(b *testing.B) {
 			var out countingWriter
 			for b.Loop() {
 				out = 0
-				w, err := NewParquetWriter(&out, logSchema, cfg)
+				w, err := newParquetWriter(&out, logSchema, cfg)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -34,7 +34,7 @@ func TestReferenceYAMLIsTheDefaults(t *testing.T) {
 		ref.Files.PartitionBy, ref.Kafka.Brokers = nil, nil
 	}
 	ref.SetDefaults()
-	def := Config{Files: &FilesConfig{URL: "s3://b"}, Kafka: &KafkaConfig{Topic: "t"}}
+	def := Config{Files: &FilesConfig{URL: "s3://b"}, Kafka: &KafkaOutputConfig{Topic: "t"}}
 	def.SetDefaults()
 	for _, pair := range [][2]any{
 		{ref.Files.Parquet, def.Files.Parquet}, {ref.Files.S3, def.Files.S3}, {ref.Files.File, def.Files.File},

@@ -69,13 +69,13 @@ func (f *Files) CheckRows(b *Batch) []*RowError {
 	if !ok || len(b.Rows) == 0 {
 		return nil
 	}
-	layout, err := NewLayout(f.cfg.PartitionBy, b.Schema)
+	layout, err := newLayout(f.cfg.PartitionBy, b.Schema)
 	if err != nil {
 		return nil // Write reports it; it is no row's fault
 	}
 	var out []*RowError
 	for _, g := range layout.Group(b.Rows) {
-		err := kc.CheckKey(ObjectKey(f.prefix, g.Folder, b, longestPart))
+		err := kc.CheckKey(objectKey(f.prefix, g.Folder, b, longestPart))
 		if err == nil {
 			continue
 		}
@@ -115,7 +115,7 @@ func (k *Kafka) CheckRows(b *Batch) []*RowError {
 			continue // fits however it encodes: no need to encode it twice
 		default:
 			var err error
-			if buf, err = AppendRowJSON(buf[:0], b.Schema, r); err != nil {
+			if buf, err = appendRowJSON(buf[:0], b.Schema, r); err != nil {
 				out = append(out, &RowError{Topic: b.Topic, Partition: b.Partition, Index: i, Offset: sourceOffset(b, i), Err: err})
 				continue
 			}
@@ -159,7 +159,7 @@ var (
 	_ RowChecker = (*Kafka)(nil)
 )
 
-// rowJSONBound is at least len(AppendRowJSON(nil, s, r)), found without
+// rowJSONBound is at least len(appendRowJSON(nil, s, r)), found without
 // encoding: a string byte becomes at most 6 ("\u001f", "\ufffd").
 func rowJSONBound(s *Schema, r Row) int {
 	n := 2
@@ -183,4 +183,12 @@ func rowJSONBound(s *Schema, r Row) int {
 		}
 	}
 	return n
+}
+
+// RowJSON is r as the Kafka sink writes it with value: json, for the dead
+// letter of a row a sink refused; a row that does not encode gives what
+// encoded before the fault.
+func RowJSON(s *Schema, r Row) []byte {
+	b, _ := appendRowJSON(nil, s, r)
+	return b
 }

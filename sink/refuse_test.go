@@ -25,7 +25,7 @@ func TestCheckRowsNamesWhatNoRetryCanWrite(t *testing.T) {
 
 	cfg := testFilesConfig(t, t.TempDir())
 	cfg.PartitionBy = []PartitionColumn{{Name: "service", Column: "service"}}
-	files, err := NewFiles(context.Background(), cfg)
+	files, err := newFiles(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,8 +40,8 @@ func TestCheckRowsNamesWhatNoRetryCanWrite(t *testing.T) {
 		t.Errorf("a key of 1,025 bytes: %v, want an error naming the limit", err)
 	}
 
-	good, _ := AppendRowJSON(nil, logSchema, rows[0])
-	kc := &KafkaConfig{Topic: "out", BatchBytes: int64(len(good)) + 300}
+	good, _ := appendRowJSON(nil, logSchema, rows[0])
+	kc := &KafkaOutputConfig{Topic: "out", BatchBytes: int64(len(good)) + 300}
 	kc.setDefaults()
 	k := &Kafka{cfg: kc}
 	if got := offsetsOf(k.CheckRows(b)); len(got) != 2 || got[0] != 11 || got[1] != 13 {
@@ -60,14 +60,14 @@ func TestFilesWithLayoutWritesTheRecordedNames(t *testing.T) {
 	out := t.TempDir()
 	cfg := testFilesConfig(t, out)
 	cfg.PartitionBy = []PartitionColumn{{Name: "level", Column: "level"}}
-	old, err := NewFiles(context.Background(), cfg)
+	old, err := newFiles(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	recorded := old.Layout()
 	cfg2 := *cfg
 	cfg2.PartitionBy = nil
-	now, err := NewFilesOn(old.Store(), "", &cfg2)
+	now, err := newFilesOn(old.Store(), "", &cfg2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestRowJSONBoundIsAnUpperBound(t *testing.T) {
 		if i >= 20 {
 			s = allTypes
 		}
-		j, err := AppendRowJSON(nil, s, r)
+		j, err := appendRowJSON(nil, s, r)
 		if err != nil {
 			t.Fatal(err)
 		}

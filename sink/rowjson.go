@@ -11,13 +11,13 @@ import (
 	"unicode/utf8"
 )
 
-// AppendRowJSON appends r as one JSON object, keys in schema order:
+// appendRowJSON appends r as one JSON object, keys in schema order:
 // timestamps as RFC 3339 strings with nanoseconds (UTC), dates as
 // "2006-01-02", bytes as base64, json columns embedded as they are (a value
 // that is not valid JSON becomes a string), maps as objects with sorted
 // keys, NaN and ±Inf as the strings "NaN", "Infinity", "-Infinity" (as in
 // protobuf's JSON mapping), null as null.
-func AppendRowJSON(dst []byte, s *Schema, r Row) ([]byte, error) {
+func appendRowJSON(dst []byte, s *Schema, r Row) ([]byte, error) {
 	if len(r) != len(s.Fields) {
 		return dst, fmt.Errorf("json: row has %d values, the schema %d columns", len(r), len(s.Fields))
 	}

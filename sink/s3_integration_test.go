@@ -156,7 +156,7 @@ func checkPyarrowRows(t *testing.T, s *Schema, got []map[string]any, rows []Row)
 	}
 	bad := 0
 	for i, r := range expected(s, rows) {
-		j, err := AppendRowJSON(nil, asStored, r)
+		j, err := appendRowJSON(nil, asStored, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +186,7 @@ func TestS3IntegrationMultipartReadByPyarrow(t *testing.T) {
 	cfg.Parquet.Compression = "none" // to pass 5 MiB with few rows
 	cfg.S3.PartBytes = minPartBytes
 	ctx := context.Background()
-	f, err := NewFiles(ctx, cfg)
+	f, err := newFiles(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,10 +273,10 @@ func TestS3IntegrationPreflightNamesTheBucket(t *testing.T) {
 		}
 	}
 
-	// NewFiles runs the preflight: the failure comes at start.
+	// newFiles runs the preflight: the failure comes at start.
 	cfg := testFilesConfig(t, "s3://"+bucket+"/x")
-	if _, err := NewFiles(ctx, cfg); err == nil || !strings.Contains(err.Error(), bucket) {
-		t.Errorf("NewFiles with bad credentials = %v", err)
+	if _, err := newFiles(ctx, cfg); err == nil || !strings.Contains(err.Error(), bucket) {
+		t.Errorf("newFiles with bad credentials = %v", err)
 	}
 }
 
@@ -315,7 +315,7 @@ func TestS3IntegrationWriteRidesOutAServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	slow := &slowStore{Store: s3store, bytesPerSecond: 4 << 20}
-	f, err := NewFilesOn(slow, "restart", cfg)
+	f, err := newFilesOn(slow, "restart", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Sinks, error) {
 	}
 	s := &Sinks{}
 	if cfg.Files != nil {
-		f, err := NewFiles(ctx, cfg.Files)
+		f, err := newFiles(ctx, cfg.Files)
 		if err != nil {
 			return nil, err
 		}
@@ -53,7 +53,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Sinks, error) {
 		if len(brokers) == 0 {
 			brokers = deps.KafkaBrokers
 		}
-		k, err := NewKafka(kc, brokers, deps.KafkaTransport)
+		k, err := newKafka(kc, brokers, deps.KafkaTransport)
 		if err != nil {
 			s.Close()
 			return nil, err

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/logstore/logstore/internal/confkey"
 )
 
 func TestNewBuildsAndChecksTheSinks(t *testing.T) {
@@ -22,7 +24,7 @@ func TestNewBuildsAndChecksTheSinks(t *testing.T) {
 	deps := Deps{KafkaBrokers: c.ListenAddrs(), Schema: logSchema}
 	cfg := Config{
 		Files: &FilesConfig{URL: out, SpoolDir: t.TempDir(), PartitionBy: []PartitionColumn{{Name: "dt", Column: "event_time"}}},
-		Kafka: &KafkaConfig{Topic: "out", Key: "service"},
+		Kafka: &KafkaOutputConfig{Topic: "out", Key: "service"},
 	}
 	s, err := New(ctx, cfg, deps)
 	if err != nil {
@@ -42,12 +44,12 @@ func TestNewBuildsAndChecksTheSinks(t *testing.T) {
 	}
 
 	// Mistakes fail in New, naming what to fix.
-	cfg.Kafka = &KafkaConfig{Topic: "missing"}
+	cfg.Kafka = &KafkaOutputConfig{Topic: "missing"}
 	if _, err := New(ctx, cfg, deps); err == nil || !strings.Contains(err.Error(), `"missing"`) {
 		t.Errorf("New with a missing topic = %v", err)
 	}
-	cfg.Kafka = &KafkaConfig{Topic: "out", Key: "nope"}
-	var ke *KeyError
+	cfg.Kafka = &KafkaOutputConfig{Topic: "out", Key: "nope"}
+	var ke *confkey.Error
 	if _, err := New(ctx, cfg, deps); !errors.As(err, &ke) || ke.Key != "kafka.key" {
 		t.Errorf("New with an unknown key column = %v", err)
 	}

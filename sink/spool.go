@@ -25,9 +25,9 @@ type Spool struct {
 	dir string
 }
 
-// NewSpool makes dir if needed and deletes spool files a crashed run left
+// newSpool makes dir if needed and deletes spool files a crashed run left
 // behind.
-func NewSpool(dir string) (*Spool, error) {
+func newSpool(dir string) (*Spool, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("spool folder %s: %w", dir, err)
 	}

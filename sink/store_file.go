@@ -18,9 +18,9 @@ type FileStore struct {
 	fsync bool
 }
 
-// NewFileStore writes below dir; fsync makes each file and its folder
+// newFileStore writes below dir; fsync makes each file and its folder
 // durable before Put returns.
-func NewFileStore(dir string, fsync bool) *FileStore {
+func newFileStore(dir string, fsync bool) *FileStore {
 	return &FileStore{dir: dir, fsync: fsync}
 }
 

@@ -11,7 +11,7 @@ import (
 
 func TestFileStorePutReplacesWhole(t *testing.T) {
 	dir := t.TempDir()
-	s := NewFileStore(dir, true)
+	s := newFileStore(dir, true)
 	if err := s.Preflight(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestFileStorePutReplacesWhole(t *testing.T) {
 func TestFileStorePreflightFailsOnAFile(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "file")
 	os.WriteFile(f, nil, 0o644)
-	if err := NewFileStore(f, true).Preflight(context.Background()); err == nil {
+	if err := newFileStore(f, true).Preflight(context.Background()); err == nil {
 		t.Error("preflight took a regular file as the output folder")
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
@@ -39,8 +40,9 @@ type S3Store struct {
 	probeKey string
 }
 
-// NewS3Store makes a client from the SDK's default chain (env, profile,
-// IRSA/web identity, EKS Pod Identity, ECS, instance profile) and cfg.
+// NewS3Store makes a client from cfg's static credentials if set, else the
+// SDK's default chain (env, profile, IRSA/web identity, EKS Pod Identity,
+// ECS, instance profile).
 // cfg must have had SetDefaults.
 func NewS3Store(ctx context.Context, bucket string, cfg *S3Config) (*S3Store, error) {
 	opts := []func(*config.LoadOptions) error{
@@ -57,6 +59,10 @@ func NewS3Store(ctx context.Context, bucket string, cfg *S3Config) (*S3Store, er
 	}
 	if cfg.Region != "" {
 		opts = append(opts, config.WithRegion(cfg.Region))
+	}
+	if cfg.AccessKeyID != "" {
+		opts = append(opts, config.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey.Reveal(), "")))
 	}
 	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {

@@ -218,7 +218,7 @@ func TestFilesOnS3(t *testing.T) {
 	cfg := testFilesConfig(t, "s3://logs/warehouse/app")
 	cfg.PartitionBy = []PartitionColumn{{Name: "dt", Column: "event_time"}}
 	cfg.S3.PartBytes = minPartBytes
-	f, err := NewFiles(context.Background(), cfg)
+	f, err := newFiles(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

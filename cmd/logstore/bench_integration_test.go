@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logstore/logstore/pipeline"
+	"github.com/logstore/logstore/internal/loggen"
 )
 
 // TestBenchCapture writes the end-to-end benchmark's input for scripts/bench:
@@ -33,7 +33,7 @@ func TestBenchCapture(t *testing.T) {
 	defer f.Close()
 	w := bufio.NewWriterSize(f, 1<<20)
 	start := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
-	gen := pipeline.NewLogGen(11, start, 2*time.Hour/time.Duration(n))
+	gen := loggen.New(11, start, 2*time.Hour/time.Duration(n))
 	enc := json.NewEncoder(w)
 	type record struct {
 		Key       string `json:"key"`

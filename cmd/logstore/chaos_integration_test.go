@@ -17,7 +17,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/logstore/logstore/pipeline"
+	"github.com/logstore/logstore/internal/loggen"
 )
 
 // chaosMember is one `logstore run` process in a rack, restarted at will.
@@ -72,7 +72,7 @@ func envInt(name string, def int) int {
 // folder, makes a path element over 255 bytes. It must land once in the
 // dead letters and hold nothing up.
 func poisonRecord(t *testing.T) []byte {
-	gen := pipeline.NewLogGen(99, e2eStart, time.Millisecond)
+	gen := loggen.New(99, e2eStart, time.Millisecond)
 	_, value, _ := gen.Next()
 	var m map[string]any
 	if err := json.Unmarshal(value, &m); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/logstore/logstore/internal/loggen"
 	"github.com/logstore/logstore/pipeline"
 	"github.com/logstore/logstore/sink"
 )
@@ -73,7 +74,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 func produceDemoLogs(ctx context.Context, brokers []string, n, badEvery int) error {
 	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: "logs", Balancer: &kafka.Hash{}, BatchSize: 5000, BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafka.RequireAll}
 	defer w.Close()
-	gen := pipeline.NewLogGen(42, time.Now().Add(-2*time.Hour), 2*time.Hour/time.Duration(max(n, 1)))
+	gen := loggen.New(42, time.Now().Add(-2*time.Hour), 2*time.Hour/time.Duration(max(n, 1)))
 	gen.BadEvery = badEvery
 	batch := make([]kafka.Message, 0, 5000)
 	for i := 0; i < n; i++ {

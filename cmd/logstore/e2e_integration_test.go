@@ -18,6 +18,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/logstore/logstore/internal/loggen"
+	"github.com/logstore/logstore/internal/testkit"
 	"github.com/logstore/logstore/pipeline"
 )
 
@@ -25,7 +27,7 @@ import (
 // real three-rack cluster (scripts/kafka-cluster.sh), and check the output
 // with pyarrow (scripts/verify_dataset.py), an independent reader.
 
-const bootstrap = "127.0.0.1:19092,127.0.0.1:29092,127.0.0.1:39092"
+var bootstrap = strings.Join(testkit.Brokers, ",")
 
 var (
 	buildOnce sync.Once
@@ -91,7 +93,7 @@ func produceLogs(t *testing.T, topic string, n, partitions, badEvery int) {
 		}),
 	}
 	defer w.Close()
-	gen := pipeline.NewLogGen(7, e2eStart, time.Millisecond)
+	gen := loggen.New(7, e2eStart, time.Millisecond)
 	gen.BadEvery = badEvery
 	const chunk = 10000
 	batch := make([]kafka.Message, 0, chunk)
@@ -275,7 +277,7 @@ func checkSampleValues(t *testing.T, rows []map[string]any, n, partitions, badEv
 	for _, r := range rows {
 		byPos[int(r["kafka_partition"].(float64))+partitions*int(r["kafka_offset"].(float64))] = r
 	}
-	gen := pipeline.NewLogGen(7, e2eStart, time.Millisecond)
+	gen := loggen.New(7, e2eStart, time.Millisecond)
 	gen.BadEvery = badEvery
 	checked := 0
 	for i := 0; i < n; i++ {
@@ -456,7 +458,7 @@ func TestE2EReplayCaptureAndTimeRange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gen := pipeline.NewLogGen(7, e2eStart, 3*time.Second)
+	gen := loggen.New(7, e2eStart, 3*time.Second)
 	enc := json.NewEncoder(f)
 	for i := 0; i < n; i++ {
 		key, value, at := gen.Next()

@@ -4,17 +4,15 @@ package main
 
 import (
 	"context"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/logstore/logstore/internal/testkit"
 )
 
 // The foundation every other test stands on: the real cluster of
@@ -73,7 +71,7 @@ func TestRackCommandAgainstIMDSMock(t *testing.T) {
 		"AWS_EC2_METADATA_DISABLED", "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE"} {
 		t.Setenv(v, "")
 	}
-	t.Setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", startIMDSMock(t, "ap-northeast-2a", "apne2-az1"))
+	t.Setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", testkit.StartIMDSMock(t, "ap-northeast-2a", "apne2-az1"))
 
 	tests := []struct {
 		brokerRacks, want string
@@ -101,32 +99,4 @@ func TestRackCommandReadsBrokerRacks(t *testing.T) {
 		t.Errorf("rack %q (matched %v) among broker racks %v; want az-c, matched, among az-a, az-b, az-c",
 			res.Rack, res.Matched, res.BrokerRacks)
 	}
-}
-
-// startIMDSMock starts amazon-ec2-metadata-mock (IMDSv2 only) with the
-// script a person uses, on a free port, and returns its endpoint.
-func startIMDSMock(t *testing.T, zoneName, zoneID string) string {
-	t.Helper()
-	script, err := filepath.Abs("../../scripts/imds-mock.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	// start returns once the mock listens; the first one may build it.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, script, "start", zoneName, zoneID, port).CombinedOutput(); err != nil {
-		t.Fatalf("imds-mock.sh start: %v\n%s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command(script, "stop", port).CombinedOutput(); err != nil {
-			t.Errorf("imds-mock.sh stop: %v\n%s", err, out)
-		}
-	})
-	return "http://127.0.0.1:" + port
 }

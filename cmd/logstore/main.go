@@ -42,7 +42,18 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 func main() {
+	imdsV2OnlyForAWSCredentials()
 	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// imdsV2OnlyForAWSCredentials makes the AWS SDK's instance-profile
+// credentials (S3, MSK IAM) speak IMDSv2 only, as rack detection does,
+// through the SDK's own variable; setting it in the environment (false)
+// opts back into IMDSv1.
+func imdsV2OnlyForAWSCredentials() {
+	if _, set := os.LookupEnv("AWS_EC2_METADATA_V1_DISABLED"); !set {
+		_ = os.Setenv("AWS_EC2_METADATA_V1_DISABLED", "true")
+	}
 }
 
 func runMain(args []string, stdout, stderr io.Writer) int {

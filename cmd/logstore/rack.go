@@ -27,7 +27,7 @@ func runRack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	var cfg rack.Config
 	var bootstrap []string
-	var kcfg pipeline.KafkaConfig
+	var kcfg pipeline.InputConfig
 	if *path != "" {
 		c, err := pipeline.Load(*path)
 		if err != nil {

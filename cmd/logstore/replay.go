@@ -40,7 +40,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer f.Close()
 		in = f
 	}
-	conn, err := pipeline.Connect(ctx, cfg.Kafka)
+	conn, err := pipeline.NewClients(ctx, cfg.Kafka)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package decode
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 
 // SchemaConfig is the `schema` section: how a record becomes a row. It is the
 // part of a Spark job that parsed `value` with from_json, picked columns,
-// filtered and added columns; pipeline/reference-schema.yaml documents every
+// filtered and added columns; pipeline/decode/reference-schema.yaml documents every
 // key.
 type SchemaConfig struct {
 	// Format is json (the value is one JSON object) or text (the value is one
@@ -100,7 +100,7 @@ func kafkaColumns(format string) []ColumnConfig {
 }
 
 // Validate checks the section, including compiling its CEL expressions;
-// errors are *KeyError naming the key below `schema`.
+// errors are *confkey.Error naming the key below `schema`.
 func (c *SchemaConfig) Validate() error {
 	_, err := newDecoder(c)
 	return err

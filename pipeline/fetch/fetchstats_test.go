@@ -1,4 +1,4 @@
-package pipeline
+package fetch
 
 import (
 	"sync"
@@ -6,7 +6,7 @@ import (
 )
 
 func TestFetchStatsSplitsByRack(t *testing.T) {
-	var s FetchStats
+	var s Stats
 	for _, f := range []struct {
 		broker           int32
 		brokerRack, rack string
@@ -24,7 +24,7 @@ func TestFetchStatsSplitsByRack(t *testing.T) {
 	if snap.SameRackBytes != 100 || snap.CrossRackBytes != 1016 {
 		t.Fatalf("same %d, cross %d; want 100, 1016", snap.SameRackBytes, snap.CrossRackBytes)
 	}
-	want := []BrokerFetchStats{
+	want := []BrokerStats{
 		{ID: 1, Rack: "az-a", Bytes: 1100, Fetches: 2},
 		{ID: 2, Rack: "az-b", Bytes: 15, Fetches: 2},
 		{ID: 3, Rack: "", Bytes: 1, Fetches: 1},
@@ -47,18 +47,18 @@ func TestFetchStatsSplitsByRack(t *testing.T) {
 }
 
 func TestFetchStatsZeroAndNil(t *testing.T) {
-	var nilStats *FetchStats
+	var nilStats *Stats
 	nilStats.add(1, "a", "a", 10) // counts nothing, does not panic
 	if snap := nilStats.Snapshot(); snap.SameRackBytes != 0 || len(snap.Brokers) != 0 || snap.SameRackShare() != 0 {
 		t.Fatalf("nil snapshot %+v", snap)
 	}
-	if snap := new(FetchStats).Snapshot(); len(snap.Brokers) != 0 || snap.SameRackShare() != 0 {
+	if snap := new(Stats).Snapshot(); len(snap.Brokers) != 0 || snap.SameRackShare() != 0 {
 		t.Fatalf("zero snapshot %+v", snap)
 	}
 }
 
 func TestFetchStatsConcurrentReaders(t *testing.T) {
-	var s FetchStats
+	var s Stats
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Add(1)

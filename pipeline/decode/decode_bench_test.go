@@ -1,4 +1,4 @@
-package pipeline
+package decode
 
 import (
 	"encoding/json"
@@ -6,8 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
+	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
 )
 
@@ -32,13 +31,13 @@ var benchColumns = []ColumnConfig{
 	{Name: "offset", Type: sink.Int64, Source: "kafka.offset"},
 }
 
-func benchMessage() *kafka.Message {
-	return &kafka.Message{Topic: "logs", Partition: 3, Offset: 123456789, Value: []byte(benchLine),
+func benchMessage() *record.Record {
+	return &record.Record{Topic: "logs", Partition: 3, Offset: 123456789, Value: []byte(benchLine),
 		Time: time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)}
 }
 
 func benchDecoder(b *testing.B, cfg SchemaConfig) {
-	d, err := NewDecoder(cfg)
+	d, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -84,7 +83,7 @@ func BenchmarkDecodeStdlib(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
 
-func stdlibDecode(msg *kafka.Message, row sink.Row) error {
+func stdlibDecode(msg *record.Record, row sink.Row) error {
 	var doc map[string]any
 	if err := json.Unmarshal(msg.Value, &doc); err != nil {
 		return err

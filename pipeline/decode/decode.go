@@ -1,4 +1,4 @@
-package pipeline
+package decode
 
 import (
 	"bytes"
@@ -11,8 +11,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/segmentio/kafka-go"
-
+	"github.com/logstore/logstore/internal/confkey"
+	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
 )
 
@@ -95,9 +95,9 @@ func (st *decodeState) str(b []byte) string {
 	return unsafe.String(&st.strs[start], len(b))
 }
 
-// NewDecoder builds the decoder of a schema section; its errors are the
+// New builds the decoder of a schema section; its errors are the
 // config errors of Validate.
-func NewDecoder(cfg SchemaConfig) (*Decoder, error) {
+func New(cfg SchemaConfig) (*Decoder, error) {
 	cfg.Columns = slices.Clone(cfg.Columns)
 	cfg.SetDefaults()
 	return newDecoder(&cfg)
@@ -107,10 +107,10 @@ func newDecoder(cfg *SchemaConfig) (*Decoder, error) {
 	switch cfg.Format {
 	case "json", "text":
 	default:
-		return nil, keyErr("format", "%q is not json or text", cfg.Format)
+		return nil, confkey.Errorf("format", "%q is not json or text", cfg.Format)
 	}
 	if len(cfg.Columns) == 0 {
-		return nil, keyErr("columns", "no columns; list at least one {name, type}")
+		return nil, confkey.Errorf("columns", "no columns; list at least one {name, type}")
 	}
 	d := &Decoder{text: cfg.Format == "text", tree: newPathTree()}
 	seen := map[string]int{}
@@ -118,17 +118,17 @@ func newDecoder(cfg *SchemaConfig) (*Decoder, error) {
 		key := fmt.Sprintf("columns[%d]", i)
 		c := column{key: key, name: cc.Name, typ: cc.Type, required: cc.Required, slot: -1, path: cc.Source}
 		if cc.Name == "" {
-			return nil, keyErr(key+".name", "missing; every column needs a name")
+			return nil, confkey.Errorf(key+".name", "missing; every column needs a name")
 		}
 		if j, dup := seen[cc.Name]; dup {
-			return nil, keyErr(key+".name", "%q is also the name of columns[%d]", cc.Name, j)
+			return nil, confkey.Errorf(key+".name", "%q is also the name of columns[%d]", cc.Name, j)
 		}
 		seen[cc.Name] = i
 		if !cc.Type.Valid() {
 			if cc.Type == "" {
-				return nil, keyErr(key+".type", "missing; one of %s", typeList(sink.Types))
+				return nil, confkey.Errorf(key+".type", "missing; one of %s", typeList(sink.Types))
 			}
-			return nil, keyErr(key+".type", "%q is not one of %s", cc.Type, typeList(sink.Types))
+			return nil, confkey.Errorf(key+".type", "%q is not one of %s", cc.Type, typeList(sink.Types))
 		}
 		switch {
 		case cc.Type == sink.Timestamp:
@@ -138,10 +138,10 @@ func newDecoder(cfg *SchemaConfig) (*Decoder, error) {
 			case "us":
 				c.unit = time.Microsecond
 			default:
-				return nil, keyErr(key+".unit", "%q is not ms or us", cc.Unit)
+				return nil, confkey.Errorf(key+".unit", "%q is not ms or us", cc.Unit)
 			}
 		case cc.Unit != "":
-			return nil, keyErr(key+".unit", "only a timestamp column has a unit")
+			return nil, confkey.Errorf(key+".unit", "only a timestamp column has a unit")
 		}
 		switch {
 		case cc.Type == sink.Timestamp || cc.Type == sink.Date:
@@ -151,18 +151,18 @@ func newDecoder(cfg *SchemaConfig) (*Decoder, error) {
 			}
 			f, err := parseTimeFormat(tf)
 			if err != nil {
-				return nil, keyErr(key+".time_format", "%v", err)
+				return nil, confkey.Errorf(key+".time_format", "%v", err)
 			}
 			c.tf = f
 		case cc.TimeFormat != "":
-			return nil, keyErr(key+".time_format", "only a timestamp or date column has a time_format")
+			return nil, confkey.Errorf(key+".time_format", "only a timestamp or date column has a time_format")
 		}
 		if cc.Required && cc.Default != nil {
-			return nil, keyErr(key+".default", "a required column has no default: a record without the field is a dead letter")
+			return nil, confkey.Errorf(key+".default", "a required column has no default: a record without the field is a dead letter")
 		}
 		if cc.Expr != "" {
 			if cc.Source != "" {
-				return nil, keyErr(key+".expr", "a column has a source or an expr, not both")
+				return nil, confkey.Errorf(key+".expr", "a column has a source or an expr, not both")
 			}
 			c.src = srcExpr
 			d.exprs = append(d.exprs, i)
@@ -177,7 +177,7 @@ func newDecoder(cfg *SchemaConfig) (*Decoder, error) {
 			}
 			kind, header, steps, err := parseSource(src, cfg.Format)
 			if err != nil {
-				return nil, keyErr(key+".source", "%v", err)
+				return nil, confkey.Errorf(key+".source", "%v", err)
 			}
 			c.src, c.header = kind, header
 			if kind == srcPath {
@@ -192,13 +192,13 @@ func newDecoder(cfg *SchemaConfig) (*Decoder, error) {
 				allowed = []sink.Type{sink.String, sink.Bytes, sink.JSON}
 			}
 			if allowed != nil && !slices.Contains(allowed, cc.Type) {
-				return nil, keyErr(key+".type", "source %s gives %s, not %s", src, typeList(allowed), cc.Type)
+				return nil, confkey.Errorf(key+".type", "source %s gives %s, not %s", src, typeList(allowed), cc.Type)
 			}
 		}
 		if cc.Default != nil {
 			v, err := c.defaultValue(cc.Default)
 			if err != nil {
-				return nil, keyErr(key+".default", "%v", err)
+				return nil, confkey.Errorf(key+".default", "%v", err)
 			}
 			c.def = v
 		}
@@ -226,7 +226,7 @@ func (d *Decoder) Schema() *sink.Schema { return &d.schema }
 // enough (on error too). keep is false when the where filter drops the
 // record. An error is a record the pipeline cannot take; its message is the
 // dead-letter reason.
-func (d *Decoder) Decode(msg *kafka.Message, dst sink.Row) (row sink.Row, keep bool, err error) {
+func (d *Decoder) Decode(msg *record.Record, dst sink.Row) (row sink.Row, keep bool, err error) {
 	n := len(d.cols)
 	if cap(dst) >= n {
 		row = dst[:n]
@@ -296,7 +296,7 @@ type fieldValue struct {
 	text []byte // jsonString: the string's content, unescaped
 }
 
-func (d *Decoder) field(c *column, msg *kafka.Message, st *decodeState) (any, error) {
+func (d *Decoder) field(c *column, msg *record.Record, st *decodeState) (any, error) {
 	var v fieldValue
 	switch c.src {
 	case srcPath:

@@ -1,4 +1,6 @@
-package pipeline
+// Package loggen makes the demo's input: realistic JSON application logs.
+// It is for the demo, the benchmarks and the tests, never the job itself.
+package loggen
 
 import (
 	"fmt"
@@ -7,10 +9,10 @@ import (
 	"time"
 )
 
-// LogGen makes realistic JSON application logs (about 300 bytes each), with a
+// Gen makes realistic JSON application logs (about 300 bytes each), with a
 // given share of malformed ones, for the demo, the benchmarks and the
 // integration tests. The same seed gives the same records.
-type LogGen struct {
+type Gen struct {
 	rng       *rand.Rand
 	start     time.Time
 	step      time.Duration
@@ -20,9 +22,9 @@ type LogGen struct {
 	malformed int
 }
 
-// NewLogGen starts at start, one record every step.
-func NewLogGen(seed uint64, start time.Time, step time.Duration) *LogGen {
-	return &LogGen{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), start: start, step: step}
+// New starts at start, one record every step.
+func New(seed uint64, start time.Time, step time.Duration) *Gen {
+	return &Gen{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), start: start, step: step}
 }
 
 var (
@@ -44,11 +46,11 @@ var (
 )
 
 // Malformed counts the malformed records made so far.
-func (g *LogGen) Malformed() int { return g.malformed }
+func (g *Gen) Malformed() int { return g.malformed }
 
 // Next returns the key and value of the next record and its event time. The
 // value is only valid until the next call.
-func (g *LogGen) Next() (key, value []byte, at time.Time) {
+func (g *Gen) Next() (key, value []byte, at time.Time) {
 	i := g.n
 	g.n++
 	at = g.start.Add(time.Duration(i) * g.step).UTC()

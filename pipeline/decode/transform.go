@@ -1,4 +1,4 @@
-package pipeline
+package decode
 
 import (
 	"fmt"
@@ -13,8 +13,9 @@ import (
 	"cel.dev/cel-go/common/types/traits"
 	"cel.dev/cel-go/ext"
 	"cel.dev/cel-go/interpreter"
-	"github.com/segmentio/kafka-go"
 
+	"github.com/logstore/logstore/internal/confkey"
+	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
 )
 
@@ -124,7 +125,7 @@ func (d *Decoder) compileCEL(cfg *SchemaConfig) error {
 	}
 	for i, c := range d.cols {
 		if c.name == "kafka" {
-			return keyErr(c.key+".name", "\"kafka\" is the prefix of the kafka.* variables of expressions; choose another name")
+			return confkey.Errorf(c.key+".name", "\"kafka\" is the prefix of the kafka.* variables of expressions; choose another name")
 		}
 		if !isCELIdent(c.name) {
 			continue // not reachable from an expression
@@ -143,7 +144,7 @@ func (d *Decoder) compileCEL(cfg *SchemaConfig) error {
 	}
 	env, err := cel.NewEnv(opts...)
 	if err != nil {
-		return keyErr("columns", "CEL environment: %v", err)
+		return confkey.Errorf("columns", "CEL environment: %v", err)
 	}
 	for _, i := range d.exprs {
 		c := &d.cols[i]
@@ -158,7 +159,7 @@ func (d *Decoder) compileCEL(cfg *SchemaConfig) error {
 			case types.IntKind, types.DoubleKind, types.StringKind, types.BytesKind, types.TimestampKind:
 				hint = fmt.Sprintf("; convert it, e.g. %s(...)", strings.TrimPrefix(strings.ToLower(want.String()), "google.protobuf."))
 			}
-			return keyErr(c.key+".expr", "gives %s, but column %q is %s (CEL %s)%s",
+			return confkey.Errorf(c.key+".expr", "gives %s, but column %q is %s (CEL %s)%s",
 				celTypeName(out), c.name, c.typ, want, hint)
 		}
 		c.expr = p
@@ -169,7 +170,7 @@ func (d *Decoder) compileCEL(cfg *SchemaConfig) error {
 			return err
 		}
 		if !outputFits(out, cel.BoolType) {
-			return keyErr("where", "gives %s, not bool", celTypeName(out))
+			return confkey.Errorf("where", "gives %s, not bool", celTypeName(out))
 		}
 		d.where = p
 		// Run the filter as soon as the columns it reads are ready, so a
@@ -189,7 +190,7 @@ func (d *Decoder) compile(env *cel.Env, src, key string, at int) (*celProgram, *
 	ast, iss := env.Compile(src)
 	if iss.Err() != nil {
 		// "ERROR: <input>:1:7: msg" → "at 1:7: msg"; the caret lines stay.
-		return nil, nil, keyErr(key, "%s", strings.ReplaceAll(iss.Err().Error(), "ERROR: <input>:", "at "))
+		return nil, nil, confkey.Errorf(key, "%s", strings.ReplaceAll(iss.Err().Error(), "ERROR: <input>:", "at "))
 	}
 	p := &celProgram{}
 	for _, r := range ast.NativeRep().ReferenceMap() {
@@ -205,14 +206,14 @@ func (d *Decoder) compile(env *cel.Env, src, key string, at int) (*celProgram, *
 			if i == at {
 				what = "its own"
 			}
-			return nil, nil, keyErr(key, "reads %s derived column %q; derived columns are computed in order", what, d.cols[i].name)
+			return nil, nil, confkey.Errorf(key, "reads %s derived column %q; derived columns are computed in order", what, d.cols[i].name)
 		}
 		p.refs = append(p.refs, i)
 	}
 	slices.Sort(p.refs)
 	prog, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize))
 	if err != nil {
-		return nil, nil, keyErr(key, "%v", err)
+		return nil, nil, confkey.Errorf(key, "%v", err)
 	}
 	p.prog = prog
 	return p, ast.OutputType(), nil
@@ -239,7 +240,7 @@ func outputFits(out, want *cel.Type) bool {
 }
 
 // transform computes the derived columns and applies the where filter.
-func (d *Decoder) transform(row sink.Row, msg *kafka.Message, st *decodeState) (bool, error) {
+func (d *Decoder) transform(row sink.Row, msg *record.Record, st *decodeState) (bool, error) {
 	if len(d.exprs) == 0 && d.where == nil {
 		return true, nil
 	}
@@ -374,7 +375,7 @@ func (c *column) fromCEL(out ref.Val) (any, error) {
 type rowActivation struct {
 	d       *Decoder
 	row     sink.Row
-	msg     *kafka.Message
+	msg     *record.Record
 	headers ref.Val
 }
 

@@ -1,4 +1,4 @@
-package pipeline
+package decode
 
 import (
 	"reflect"
@@ -6,8 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
+	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
 )
 
@@ -30,11 +29,11 @@ const transformRecord = `{"timestamp": "2026-11-29T07:00:00.250Z", "level": "WAR
 	"message": "GET /cart Timeout after 3s", "http": {"status": 503, "latency_ms": 3000.5},
 	"labels": {"env": "prod"}, "body": "hi"}`
 
-func transformMessage(value string) *kafka.Message {
-	return &kafka.Message{
+func transformMessage(value string) *record.Record {
+	return &record.Record{
 		Topic: "logs", Partition: 3, Offset: 42, Key: []byte("k1"), Value: []byte(value),
 		Time:    time.Date(2026, 11, 29, 7, 0, 1, 0, time.UTC),
-		Headers: []kafka.Header{{Key: "trace", Value: []byte("t-9")}},
+		Headers: []record.Header{{Key: "trace", Value: []byte("t-9")}},
 	}
 }
 
@@ -204,7 +203,7 @@ func TestTransformConfigErrors(t *testing.T) {
 				}
 				cols = append(cols, c)
 			}
-			_, err := NewDecoder(SchemaConfig{Columns: cols, Where: tt.where})
+			_, err := New(SchemaConfig{Columns: cols, Where: tt.where})
 			wantKeyError(t, err, tt.key, tt.msg)
 		})
 	}
@@ -222,7 +221,7 @@ func TestTransformColumnNames(t *testing.T) {
 		},
 		Where: `hour == 7`,
 	})
-	row, keep, err := d.Decode(&kafka.Message{Value: []byte(`{"@timestamp": "a", "in": "b", "timestamp": "2026-11-29T07:00:00Z"}`)}, nil)
+	row, keep, err := d.Decode(&record.Record{Value: []byte(`{"@timestamp": "a", "in": "b", "timestamp": "2026-11-29T07:00:00Z"}`)}, nil)
 	if err != nil || !keep || row[3] != int32(7) {
 		t.Fatalf("got %v %v %v", row, keep, err)
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package decode
 
 import (
 	"errors"
@@ -8,8 +8,9 @@ import (
 	"testing"
 
 	"github.com/goccy/go-yaml"
-	"github.com/segmentio/kafka-go"
 
+	"github.com/logstore/logstore/internal/confkey"
+	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
 )
 
@@ -56,9 +57,9 @@ func TestSchemaValidate(t *testing.T) {
 // wantKeyError checks that err is a config error at key saying msg.
 func wantKeyError(t *testing.T, err error, key, msg string) {
 	t.Helper()
-	var ke *KeyError
+	var ke *confkey.Error
 	if !errors.As(err, &ke) {
-		t.Fatalf("want a *KeyError, got %v", err)
+		t.Fatalf("want a *confkey.Error, got %v", err)
 	}
 	if ke.Key != key || !strings.Contains(ke.Msg, msg) {
 		t.Errorf("got %s: %s\nwant %s: ...%s...", ke.Key, ke.Msg, key, msg)
@@ -82,12 +83,12 @@ func TestSchemaDefaultColumns(t *testing.T) {
 	if !reflect.DeepEqual(row, want) {
 		t.Errorf("got  %#v\nwant %#v", row, want)
 	}
-	if _, _, err := d.Decode(&kafka.Message{Value: []byte("not json")}, nil); err == nil {
+	if _, _, err := d.Decode(&record.Record{Value: []byte("not json")}, nil); err == nil {
 		t.Error("format json takes a value that is not JSON")
 	}
 }
 
-// TestReferenceSchema keeps pipeline/reference-schema.yaml true: it loads
+// TestReferenceSchema keeps pipeline/decode/reference-schema.yaml true: it loads
 // strictly, validates, and decodes as it says.
 func TestReferenceSchema(t *testing.T) {
 	text, err := os.ReadFile("reference-schema.yaml")
@@ -105,46 +106,13 @@ func TestReferenceSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := newTestDecoder(t, doc.Schema)
-	row, keep, err := d.Decode(&kafka.Message{Topic: "logs", Value: []byte(
+	row, keep, err := d.Decode(&record.Record{Topic: "logs", Value: []byte(
 		`{"timestamp": "2026-11-29T07:00:00.123Z", "level": "ERROR", "http": {"status": "503"}, "labels": {"env": "prod", "n": 1}}`)}, nil)
 	want := sink.Row{utc("2026-11-29T07:00:00.123Z"), "ERROR", int32(503), map[string]string{"env": "prod", "n": "1"}, true}
 	if err != nil || !keep || !reflect.DeepEqual(row, want) {
 		t.Errorf("got %#v %v %v", row, keep, err)
 	}
-	if _, keep, _ := d.Decode(&kafka.Message{Value: []byte(`{"timestamp": "2026-11-29T07:00:00Z", "level": "DEBUG"}`)}, nil); keep {
+	if _, keep, _ := d.Decode(&record.Record{Value: []byte(`{"timestamp": "2026-11-29T07:00:00Z", "level": "DEBUG"}`)}, nil); keep {
 		t.Error("where kept a DEBUG record")
-	}
-}
-
-// TestSchemaErrorsPointAtTheLine: through the config loader, a schema
-// mistake (a CEL one too) is reported at its file:line.
-func TestSchemaErrorsPointAtTheLine(t *testing.T) {
-	head := minimalConfig + `schema:
-  columns:
-    - name: level
-      type: string
-    - name: status
-`
-	base := strings.Count(head, "\n") // the line of `- name: status`
-	tests := []struct {
-		name, rest string
-		line       int // below `- name: status`
-		key, msg   string
-	}{
-		{"bad type", "      type: int\n", 1, "schema.columns[1].type", `"int" is not one of`},
-		{"cel expr", "      type: bool\n      expr: 'level >= 500'\n", 2, "schema.columns[1].expr", "at 1:7: found no matching overload for '_>=_'"},
-		{"cel where", "      type: int32\n  where: 'lvl == \"x\"'\n", 2, "schema.where", "undeclared reference to 'lvl'"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse("t.yaml", []byte(head+tt.rest))
-			var ce *ConfigError
-			if !errors.As(err, &ce) {
-				t.Fatalf("want a *ConfigError, got %v", err)
-			}
-			if ce.Line != base+tt.line || ce.Key != tt.key || !strings.Contains(ce.Msg, tt.msg) {
-				t.Errorf("got line %d key %s: %s\nwant line %d key %s: ...%s...", ce.Line, ce.Key, ce.Msg, base+tt.line, tt.key, tt.msg)
-			}
-		})
 	}
 }

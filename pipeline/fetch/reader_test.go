@@ -1,4 +1,4 @@
-package pipeline
+package fetch
 
 import (
 	"bytes"
@@ -30,6 +30,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	franzplain "github.com/twmb/franz-go/pkg/sasl/plain"
+
+	"github.com/logstore/logstore/pipeline/record"
 )
 
 // produce writes records to partition 0 of their topic, one ProduceSync per
@@ -79,11 +81,11 @@ func testReader(t *testing.T, addrs []string, cfg ReaderConfig) *PartitionReader
 }
 
 // readTo fetches until the reader's offset reaches end.
-func readTo(t testing.TB, r *PartitionReader, end int64) []kafka.Message {
+func readTo(t testing.TB, r *PartitionReader, end int64) []record.Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var all []kafka.Message
+	var all []record.Record
 	for r.Offset() < end {
 		msgs, _, err := r.Fetch(ctx)
 		if err != nil {
@@ -94,7 +96,7 @@ func readTo(t testing.TB, r *PartitionReader, end int64) []kafka.Message {
 	return all
 }
 
-func values(msgs []kafka.Message) []string {
+func values(msgs []record.Record) []string {
 	out := make([]string, len(msgs))
 	for i, m := range msgs {
 		out[i] = string(m.Value)
@@ -102,7 +104,7 @@ func values(msgs []kafka.Message) []string {
 	return out
 }
 
-func wantValues(t *testing.T, msgs []kafka.Message, want ...string) {
+func wantValues(t *testing.T, msgs []record.Record, want ...string) {
 	t.Helper()
 	got := values(msgs)
 	if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -136,9 +138,13 @@ func TestReaderReadsFromOffset(t *testing.T) {
 		if len(m.Headers) != 1 || m.Headers[0].Key != "n" || string(m.Headers[0].Value) != strconv.FormatInt(n, 10) {
 			t.Fatalf("record %d headers: %+v", n, m.Headers)
 		}
-		if m.Time.IsZero() || m.HighWaterMark != 100 {
-			t.Fatalf("record %d: time %v, high watermark %d", n, m.Time, m.HighWaterMark)
+		if m.Time.IsZero() {
+			t.Fatalf("record %d: no time", n)
 		}
+	}
+	r.SetOffset(37)
+	if _, high, err := r.Fetch(context.Background()); err != nil || high != 100 {
+		t.Fatalf("fetch at 37: high watermark %d, err %v; want 100", high, err)
 	}
 
 	// At the end, Fetch waits MaxWait and returns nothing.
@@ -261,12 +267,12 @@ func TestReaderOffsetOutOfRange(t *testing.T) {
 		r := testReader(t, c.ListenAddrs(), ReaderConfig{})
 		r.SetOffset(offset)
 		_, _, err := r.Fetch(context.Background())
-		var oor *OffsetOutOfRangeError
-		if !errors.As(err, &oor) || !errors.Is(err, kafka.OffsetOutOfRange) {
+		var rangeErr *OffsetOutOfRangeError
+		if !errors.As(err, &rangeErr) || !errors.Is(err, kafka.OffsetOutOfRange) {
 			t.Fatalf("offset %d: err %v, want *OffsetOutOfRangeError", offset, err)
 		}
-		if *oor != (OffsetOutOfRangeError{Topic: testTopic, Offset: offset, LogStart: 3, LogEnd: 10}) {
-			t.Fatalf("offset %d: %+v", offset, *oor)
+		if *rangeErr != (OffsetOutOfRangeError{Topic: testTopic, Offset: offset, LogStart: 3, LogEnd: 10}) {
+			t.Fatalf("offset %d: %+v", offset, *rangeErr)
 		}
 		if r.Offset() != offset {
 			t.Fatalf("the reader moved to %d by itself", r.Offset())
@@ -393,7 +399,7 @@ func TestReaderFollowsPreferredReplica(t *testing.T) {
 	for i := 0; i < 200; i += 20 {
 		produce(t, c.ListenAddrs(), nil, numbered(i, i+20)...)
 	}
-	stats := new(FetchStats)
+	stats := new(Stats)
 
 	r := testReader(t, c.ListenAddrs(), ReaderConfig{Rack: "az-b", Stats: stats, MaxBytes: 1 << 10})
 	wantValues(t, readTo(t, r, 200), valueRange(0, 200)...)

@@ -1,4 +1,4 @@
-package pipeline
+package fetch
 
 import (
 	"slices"
@@ -6,14 +6,14 @@ import (
 	"sync/atomic"
 )
 
-// FetchStats counts the bytes of every Fetch response the partition readers
+// Stats counts the bytes of every Fetch response the partition readers
 // receive, by the broker that sent them, and splits them into same-rack and
 // cross-rack bytes relative to the reader's rack: cross-rack bytes are what a
 // cloud bills as inter-zone transfer. A byte is same-rack only when both the
 // reader and the broker have a rack and the racks are equal. The zero value is
-// ready to use, a nil *FetchStats counts nothing, and one FetchStats may be
+// ready to use, a nil *Stats counts nothing, and one Stats may be
 // shared by all readers of a process.
-type FetchStats struct {
+type Stats struct {
 	sameRack  atomic.Int64
 	crossRack atomic.Int64
 
@@ -27,16 +27,16 @@ type brokerFetchCounters struct {
 	fetches atomic.Int64
 }
 
-// FetchSnapshot is a point-in-time copy of FetchStats.
-type FetchSnapshot struct {
+// Snapshot is a point-in-time copy of Stats.
+type Snapshot struct {
 	SameRackBytes  int64
 	CrossRackBytes int64
 	// Brokers is ordered by broker id.
-	Brokers []BrokerFetchStats
+	Brokers []BrokerStats
 }
 
-// BrokerFetchStats is what was fetched from one broker.
-type BrokerFetchStats struct {
+// BrokerStats is what was fetched from one broker.
+type BrokerStats struct {
 	ID      int32
 	Rack    string
 	Bytes   int64
@@ -44,7 +44,7 @@ type BrokerFetchStats struct {
 }
 
 // add counts one Fetch response of n bytes from broker id.
-func (s *FetchStats) add(id int32, brokerRack, readerRack string, n int) {
+func (s *Stats) add(id int32, brokerRack, readerRack string, n int) {
 	if s == nil {
 		return
 	}
@@ -75,18 +75,18 @@ func (s *FetchStats) add(id int32, brokerRack, readerRack string, n int) {
 }
 
 // Snapshot copies the counters.
-func (s *FetchStats) Snapshot() FetchSnapshot {
+func (s *Stats) Snapshot() Snapshot {
 	if s == nil {
-		return FetchSnapshot{}
+		return Snapshot{}
 	}
-	snap := FetchSnapshot{
+	snap := Snapshot{
 		SameRackBytes:  s.sameRack.Load(),
 		CrossRackBytes: s.crossRack.Load(),
 	}
 	s.mu.RLock()
 	for id, c := range s.brokers {
 		rack, _ := c.rack.Load().(string)
-		snap.Brokers = append(snap.Brokers, BrokerFetchStats{
+		snap.Brokers = append(snap.Brokers, BrokerStats{
 			ID:      id,
 			Rack:    rack,
 			Bytes:   c.bytes.Load(),
@@ -94,13 +94,13 @@ func (s *FetchStats) Snapshot() FetchSnapshot {
 		})
 	}
 	s.mu.RUnlock()
-	slices.SortFunc(snap.Brokers, func(a, b BrokerFetchStats) int { return int(a.ID) - int(b.ID) })
+	slices.SortFunc(snap.Brokers, func(a, b BrokerStats) int { return int(a.ID) - int(b.ID) })
 	return snap
 }
 
 // ByRack sums the bytes fetched from the brokers of each rack ("" for brokers
 // without one).
-func (s FetchSnapshot) ByRack() map[string]int64 {
+func (s Snapshot) ByRack() map[string]int64 {
 	racks := make(map[string]int64)
 	for _, b := range s.Brokers {
 		racks[b.Rack] += b.Bytes
@@ -110,7 +110,7 @@ func (s FetchSnapshot) ByRack() map[string]int64 {
 
 // SameRackShare is the fraction of fetched bytes that stayed in the reader's
 // rack, or 0 before anything was fetched.
-func (s FetchSnapshot) SameRackShare() float64 {
+func (s Snapshot) SameRackShare() float64 {
 	total := s.SameRackBytes + s.CrossRackBytes
 	if total == 0 {
 		return 0

@@ -1,105 +1,30 @@
 //go:build integration
 
-package pipeline
+package fetch
 
 // These tests need the three-rack cluster of scripts/kafka-cluster.sh:
 // node 1 (az-a) on 127.0.0.1:19092, node 2 (az-b) on 29092, node 3 (az-c)
 // on 39092, with RackAwareReplicaSelector. Run them with
 //
 //	scripts/kafka-cluster.sh start
-//	go test -tags integration ./pipeline/ -run Integration
+//	go test -tags integration ./pipeline/fetch -run Integration
 
 import (
 	"context"
 	"fmt"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/logstore/logstore/internal/testkit"
+	"github.com/logstore/logstore/pipeline/record"
 )
-
-var clusterBrokers = []string{"127.0.0.1:19092", "127.0.0.1:29092", "127.0.0.1:39092"}
-
-var clusterRacks = map[int]string{1: "az-a", 2: "az-b", 3: "az-c"}
-
-// requireCluster fails the test unless all three brokers answer with their
-// racks.
-func requireCluster(t testing.TB) *kafka.Client {
-	t.Helper()
-	// A Transport of its own: kafka-go's default one keeps a failed
-	// metadata answer for every later client in the process.
-	client := &kafka.Client{Addr: kafka.TCP(clusterBrokers...), Timeout: 10 * time.Second, Transport: &kafka.Transport{}}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{}})
-	if err != nil {
-		t.Fatalf("the Kafka test cluster does not answer at %v (%v); start it with scripts/kafka-cluster.sh start", clusterBrokers, err)
-	}
-	racks := map[int]string{}
-	for _, b := range md.Brokers {
-		racks[b.ID] = b.Rack
-	}
-	for id, rack := range clusterRacks {
-		if racks[id] != rack {
-			t.Fatalf("the Kafka test cluster has brokers %v; want node %d in rack %s (scripts/kafka-cluster.sh status)", racks, id, rack)
-		}
-	}
-	return client
-}
-
-var unsafeTopicChars = regexp.MustCompile(`[^a-zA-Z0-9._-]+`)
-
-// createTopic creates a fresh topic with one partition per replica list (the
-// first replica leads) and waits until every replica is in sync.
-func createTopic(t testing.TB, client *kafka.Client, replicas ...[]int) string {
-	t.Helper()
-	topic := fmt.Sprintf("reader-%s-%d", unsafeTopicChars.ReplaceAllString(t.Name(), "-"), time.Now().UnixNano())
-	var assign []kafka.ReplicaAssignment
-	for p, rs := range replicas {
-		assign = append(assign, kafka.ReplicaAssignment{Partition: p, Replicas: rs})
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
-		Topic: topic, NumPartitions: -1, ReplicationFactor: -1, ReplicaAssignments: assign,
-	}}})
-	if err == nil {
-		err = res.Errors[topic]
-	}
-	if err != nil {
-		t.Fatalf("create topic %s: %v", topic, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		client.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: []string{topic}})
-	})
-
-	for {
-		md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
-		if err == nil && len(md.Topics) == 1 && md.Topics[0].Error == nil && len(md.Topics[0].Partitions) == len(replicas) {
-			ready := true
-			for _, p := range md.Topics[0].Partitions {
-				ready = ready && p.Leader.ID == replicas[p.ID][0] && len(p.Isr) == len(replicas[p.ID])
-			}
-			if ready {
-				return topic
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("topic %s not ready: %v", topic, err)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
 
 func sequenced(i int) *kgo.Record {
 	v := fmt.Sprintf("%08d", i)
@@ -110,7 +35,7 @@ func sequenced(i int) *kgo.Record {
 // every in-sync replica.
 func produceSequence(t testing.TB, topic string, from, to int) {
 	t.Helper()
-	cl := seqProducer(t, topic)
+	cl := testkit.Producer(t, topic)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -125,19 +50,8 @@ func produceSequence(t testing.TB, topic string, from, to int) {
 	}
 }
 
-func seqProducer(t testing.TB, topic string) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(clusterBrokers...), kgo.DefaultProduceTopic(topic),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0),
-		kgo.ProducerBatchCompression(kgo.NoCompression())) // so bytes fetched track records read
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cl
-}
-
 // checkSequence checks that msgs are offsets 0..n-1 with values in order.
-func checkSequence(t *testing.T, msgs []kafka.Message, n int64) {
+func checkSequence(t *testing.T, msgs []record.Record, n int64) {
 	t.Helper()
 	if int64(len(msgs)) != n {
 		t.Fatalf("read %d records, want %d", len(msgs), n)
@@ -152,7 +66,7 @@ func checkSequence(t *testing.T, msgs []kafka.Message, n int64) {
 	}
 }
 
-func brokerBytes(s FetchSnapshot) map[int32]int64 {
+func brokerBytes(s Snapshot) map[int32]int64 {
 	out := map[int32]int64{}
 	for _, b := range s.Brokers {
 		out[b.ID] = b.Bytes
@@ -165,12 +79,12 @@ func brokerBytes(s FetchSnapshot) map[int32]int64 {
 const emptyAnswer = 300
 
 func TestIntegrationReaderFetchesFromLocalReplica(t *testing.T) {
-	client := requireCluster(t)
-	topic := createTopic(t, client, []int{1, 2, 3}) // leader in az-a
+	client := testkit.RequireCluster(t)
+	topic := testkit.CreateTopic(t, client, []int{1, 2, 3}) // leader in az-a
 	produceSequence(t, topic, 0, 5000)
 
-	stats := new(FetchStats)
-	r := NewPartitionReader(ReaderConfig{Brokers: clusterBrokers, Topic: topic, Rack: "az-b", Stats: stats,
+	stats := new(Stats)
+	r := NewPartitionReader(ReaderConfig{Brokers: testkit.Brokers, Topic: topic, Rack: "az-b", Stats: stats,
 		MaxBytes: 64 << 10, MaxWait: 200 * time.Millisecond})
 	defer r.Close()
 	msgs := readTo(t, r, 5000)
@@ -188,12 +102,12 @@ func TestIntegrationReaderFetchesFromLocalReplica(t *testing.T) {
 }
 
 func TestIntegrationReaderWithoutRackReadsFromLeader(t *testing.T) {
-	client := requireCluster(t)
-	topic := createTopic(t, client, []int{1, 2, 3})
+	client := testkit.RequireCluster(t)
+	topic := testkit.CreateTopic(t, client, []int{1, 2, 3})
 	produceSequence(t, topic, 0, 1000)
 
-	stats := new(FetchStats)
-	r := NewPartitionReader(ReaderConfig{Brokers: clusterBrokers, Topic: topic, Stats: stats, MaxWait: 200 * time.Millisecond})
+	stats := new(Stats)
+	r := NewPartitionReader(ReaderConfig{Brokers: testkit.Brokers, Topic: topic, Stats: stats, MaxWait: 200 * time.Millisecond})
 	defer r.Close()
 	checkSequence(t, readTo(t, r, 1000), 1000)
 
@@ -204,12 +118,12 @@ func TestIntegrationReaderWithoutRackReadsFromLeader(t *testing.T) {
 }
 
 func TestIntegrationReaderWithoutLocalReplicaReadsFromLeader(t *testing.T) {
-	client := requireCluster(t)
-	topic := createTopic(t, client, []int{1, 3}) // RF 2: nothing in az-b
+	client := testkit.RequireCluster(t)
+	topic := testkit.CreateTopic(t, client, []int{1, 3}) // RF 2: nothing in az-b
 	produceSequence(t, topic, 0, 1000)
 
-	stats := new(FetchStats)
-	r := NewPartitionReader(ReaderConfig{Brokers: clusterBrokers, Topic: topic, Rack: "az-b", Stats: stats, MaxWait: 200 * time.Millisecond})
+	stats := new(Stats)
+	r := NewPartitionReader(ReaderConfig{Brokers: testkit.Brokers, Topic: topic, Rack: "az-b", Stats: stats, MaxWait: 200 * time.Millisecond})
 	defer r.Close()
 	checkSequence(t, readTo(t, r, 1000), 1000)
 
@@ -222,26 +136,18 @@ func TestIntegrationReaderWithoutLocalReplicaReadsFromLeader(t *testing.T) {
 	}
 }
 
-func clusterScript(t *testing.T, args ...string) {
-	t.Helper()
-	out, err := exec.Command(filepath.Join("..", "scripts", "kafka-cluster.sh"), args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("kafka-cluster.sh %v: %v\n%s", args, err, out)
-	}
-}
-
 // TestIntegrationReaderFailover stops the az-b broker the reader uses as its
 // preferred replica while records keep arriving: the reader must go on from
 // the leader within 10 s, and come back to az-b once the broker returns and
 // the lease runs out, without losing or repeating a record.
 func TestIntegrationReaderFailover(t *testing.T) {
-	client := requireCluster(t)
-	topic := createTopic(t, client, []int{1, 2, 3})
+	client := testkit.RequireCluster(t)
+	topic := testkit.CreateTopic(t, client, []int{1, 2, 3})
 
 	var stopped atomic.Bool
 	t.Cleanup(func() {
 		if stopped.Load() {
-			clusterScript(t, "start-node", "2")
+			testkit.ClusterScript(t, "start-node", "2")
 		}
 	})
 
@@ -252,7 +158,7 @@ func TestIntegrationReaderFailover(t *testing.T) {
 	producing.Add(1)
 	go func() {
 		defer producing.Done()
-		cl := seqProducer(t, topic)
+		cl := testkit.Producer(t, topic)
 		defer cl.Close()
 		for i := 0; ; i += 20 {
 			select {
@@ -283,12 +189,12 @@ func TestIntegrationReaderFailover(t *testing.T) {
 	}()
 
 	const lease = 2 * time.Second
-	stats := new(FetchStats)
-	r := NewPartitionReader(ReaderConfig{Brokers: clusterBrokers, Topic: topic, Rack: "az-b", Stats: stats,
+	stats := new(Stats)
+	r := NewPartitionReader(ReaderConfig{Brokers: testkit.Brokers, Topic: topic, Rack: "az-b", Stats: stats,
 		PreferredLease: lease, MaxBytes: 16 << 10, MaxWait: 200 * time.Millisecond})
 	defer r.Close()
 
-	var msgs []kafka.Message
+	var msgs []record.Record
 	// fetchUntil reads until served reports true for a Fetch that returned
 	// records, given the bytes each broker sent for it.
 	fetchUntil := func(what string, limit time.Duration, served func(delta map[int32]int64) bool) time.Time {
@@ -327,8 +233,9 @@ func TestIntegrationReaderFailover(t *testing.T) {
 	stopDone := make(chan time.Time, 1)
 	stopAt := time.Now()
 	stopped.Store(true)
+	script := filepath.Join(testkit.RepoRoot(t), "scripts", "kafka-cluster.sh")
 	go func() {
-		out, err := exec.Command(filepath.Join("..", "scripts", "kafka-cluster.sh"), "stop-node", "2").CombinedOutput()
+		out, err := exec.Command(script, "stop-node", "2").CombinedOutput()
 		if err != nil {
 			t.Errorf("stop-node 2: %v\n%s", err, out)
 		}
@@ -344,7 +251,7 @@ func TestIntegrationReaderFailover(t *testing.T) {
 	fetchUntil("reading on from the leader", 10*time.Second, from(1))
 
 	startAt := time.Now()
-	clusterScript(t, "start-node", "2")
+	testkit.ClusterScript(t, "start-node", "2")
 	stopped.Store(false)
 	upAt := time.Now()
 	backAt := fetchUntil("back to az-b (broker 2)", 90*time.Second, from(2))
@@ -375,9 +282,9 @@ func TestIntegrationReaderFailover(t *testing.T) {
 // BenchmarkIntegrationReaders compares PartitionReader with kafka-go's Reader
 // on the real cluster, both reading the leader (no rack).
 func BenchmarkIntegrationReaders(b *testing.B) {
-	client := requireCluster(b)
-	topic := createTopic(b, client, []int{1, 2, 3})
+	client := testkit.RequireCluster(b)
+	topic := testkit.CreateTopic(b, client, []int{1, 2, 3})
 	const n = 50000
 	produceSequence(b, topic, 0, n)
-	benchmarkReaders(b, clusterBrokers, topic, n, 200)
+	benchmarkReaders(b, testkit.Brokers, topic, n, 200)
 }

@@ -1,4 +1,4 @@
-package pipeline
+package decode
 
 import (
 	"encoding/json"
@@ -9,21 +9,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
+	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
 )
 
 func newTestDecoder(t *testing.T, cfg SchemaConfig) *Decoder {
 	t.Helper()
-	d, err := NewDecoder(cfg)
+	d, err := New(cfg)
 	if err != nil {
-		t.Fatalf("NewDecoder: %v", err)
+		t.Fatalf("New: %v", err)
 	}
 	return d
 }
 
-func decodeOne(t *testing.T, d *Decoder, msg *kafka.Message) (sink.Row, bool, error) {
+func decodeOne(t *testing.T, d *Decoder, msg *record.Record) (sink.Row, bool, error) {
 	t.Helper()
 	return d.Decode(msg, nil)
 }
@@ -121,7 +120,7 @@ func TestDecodeTypes(t *testing.T) {
 			col := tt.col
 			col.Name = "v"
 			d := newTestDecoder(t, SchemaConfig{Columns: []ColumnConfig{col}})
-			row, keep, err := decodeOne(t, d, &kafka.Message{Value: []byte(`{"other": 1, "v": ` + tt.json + `, "after": [true]}`)})
+			row, keep, err := decodeOne(t, d, &record.Record{Value: []byte(`{"other": 1, "v": ` + tt.json + `, "after": [true]}`)})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error = %v, want it to contain %q", err, tt.wantErr)
@@ -140,10 +139,10 @@ func TestDecodeTypes(t *testing.T) {
 
 func TestDecodeKafkaFields(t *testing.T) {
 	when := time.Date(2026, 11, 29, 16, 0, 0, 123456789, time.FixedZone("KST", 9*3600))
-	msg := &kafka.Message{
+	msg := &record.Record{
 		Topic: "logs", Partition: 7, Offset: 4_000_000_001, Key: []byte("user-42"), Time: when,
 		Value: []byte(`{"a": 1}`),
-		Headers: []kafka.Header{
+		Headers: []record.Header{
 			{Key: "trace", Value: []byte("t-1")},
 			{Key: "retries", Value: []byte("3")},
 			{Key: "trace", Value: []byte("t-2")},
@@ -194,7 +193,7 @@ func TestDecodeKafkaFields(t *testing.T) {
 			{Name: "ts", Type: sink.Timestamp, Source: "kafka.timestamp"},
 			{Name: "h", Type: sink.StringMap, Source: "kafka.headers"},
 		}})
-		row, _, err := decodeOne(t, d, &kafka.Message{Value: []byte(`{}`)})
+		row, _, err := decodeOne(t, d, &record.Record{Value: []byte(`{}`)})
 		if err != nil || row[0] != nil || row[1] != nil || row[2] != nil {
 			t.Fatalf("got %v, %v", row, err)
 		}
@@ -207,7 +206,7 @@ func TestDecodeTextFormat(t *testing.T) {
 		{Name: "raw", Type: sink.Bytes, Source: "value"},
 		{Name: "key", Type: sink.String, Source: "kafka.key"},
 	}})
-	row, _, err := decodeOne(t, d, &kafka.Message{Key: []byte("k"), Value: []byte("GET /x 200 \xff")})
+	row, _, err := decodeOne(t, d, &record.Record{Key: []byte("k"), Value: []byte("GET /x 200 \xff")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,10 +216,10 @@ func TestDecodeTextFormat(t *testing.T) {
 	}
 
 	num := newTestDecoder(t, SchemaConfig{Format: "text", Columns: []ColumnConfig{{Name: "n", Type: sink.Int64}}})
-	if row, _, err := decodeOne(t, num, &kafka.Message{Value: []byte("42")}); err != nil || row[0] != int64(42) {
+	if row, _, err := decodeOne(t, num, &record.Record{Value: []byte("42")}); err != nil || row[0] != int64(42) {
 		t.Errorf("text int: %v %v", row, err)
 	}
-	if _, _, err := decodeOne(t, num, &kafka.Message{Value: []byte("4 2")}); err == nil || err.Error() != `column "n": "4 2" is not an int64` {
+	if _, _, err := decodeOne(t, num, &record.Record{Value: []byte("4 2")}); err == nil || err.Error() != `column "n": "4 2" is not an int64` {
 		t.Errorf("text int error = %v", err)
 	}
 }
@@ -258,7 +257,7 @@ func TestDecodeRequiredAndDefaults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			row, _, err := decodeOne(t, d, &kafka.Message{Value: []byte(tt.json)})
+			row, _, err := decodeOne(t, d, &record.Record{Value: []byte(tt.json)})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error = %v, want %q", err, tt.wantErr)
@@ -302,7 +301,7 @@ func TestDecodeMalformed(t *testing.T) {
 		{`"INFO"`, "the value is JSON but not an object"},
 	}
 	for _, tt := range tests {
-		_, keep, err := decodeOne(t, d, &kafka.Message{Value: []byte(tt.value)})
+		_, keep, err := decodeOne(t, d, &record.Record{Value: []byte(tt.value)})
 		if err == nil || keep || !strings.Contains(err.Error(), tt.wantErr) {
 			name := tt.value
 			if len(name) > 40 {
@@ -335,7 +334,7 @@ func TestDecodeNestedPaths(t *testing.T) {
 		"na\u00efve": "yes",
 		"dup": "first", "dup": "last"
 	}`
-	row, _, err := decodeOne(t, d, &kafka.Message{Value: []byte(value)})
+	row, _, err := decodeOne(t, d, &record.Record{Value: []byte(value)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,12 +347,12 @@ func TestDecodeNestedPaths(t *testing.T) {
 func TestDecodeReusesRow(t *testing.T) {
 	d := newTestDecoder(t, SchemaConfig{Columns: []ColumnConfig{{Name: "a", Type: sink.String}, {Name: "b", Type: sink.Int64}}})
 	dst := make(sink.Row, 0, 8)
-	row, _, err := d.Decode(&kafka.Message{Value: []byte(`{"a": "x", "b": 1}`)}, dst)
+	row, _, err := d.Decode(&record.Record{Value: []byte(`{"a": "x", "b": 1}`)}, dst)
 	if err != nil || &row[0] != &dst[:1][0] || len(row) != 2 {
 		t.Fatalf("row not in dst: %v %v", row, err)
 	}
 	// A second record over the same storage leaves no trace of the first.
-	row, _, _ = d.Decode(&kafka.Message{Value: []byte(`{}`)}, row)
+	row, _, _ = d.Decode(&record.Record{Value: []byte(`{}`)}, row)
 	if row[0] != nil || row[1] != nil {
 		t.Errorf("stale values: %v", row)
 	}
@@ -366,12 +365,12 @@ func TestDecodeStringsOutliveTheRecord(t *testing.T) {
 		{Name: "a", Type: sink.String}, {Name: "m", Type: sink.StringMap}, {Name: "j", Type: sink.JSON},
 	}})
 	buf := []byte(`{"a": "hello", "m": {"k": "v"}, "j": [1]}`)
-	row1, _, _ := d.Decode(&kafka.Message{Value: buf}, nil)
+	row1, _, _ := d.Decode(&record.Record{Value: buf}, nil)
 	for i := range buf {
 		buf[i] = ' '
 	}
 	copy(buf, `{"a": "HELLO", "m": {"K": "V"}, "j": [2]}`)
-	row2, _, _ := d.Decode(&kafka.Message{Value: buf}, nil)
+	row2, _, _ := d.Decode(&record.Record{Value: buf}, nil)
 	if !reflect.DeepEqual(row1, sink.Row{"hello", map[string]string{"k": "v"}, "[1]"}) ||
 		!reflect.DeepEqual(row2, sink.Row{"HELLO", map[string]string{"K": "V"}, "[2]"}) {
 		t.Errorf("rows share memory: %q %q", row1, row2)
@@ -388,12 +387,12 @@ func FuzzDecodeJSON(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	d, err := NewDecoder(SchemaConfig{Columns: []ColumnConfig{{Name: "s", Type: sink.String}}})
+	d, err := New(SchemaConfig{Columns: []ColumnConfig{{Name: "s", Type: sink.String}}})
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, value []byte) {
-		row, _, err := d.Decode(&kafka.Message{Value: value}, nil)
+		row, _, err := d.Decode(&record.Record{Value: value}, nil)
 		var doc any
 		stdErr := json.Unmarshal(value, &doc)
 		if (err == nil) != (stdErr == nil) {

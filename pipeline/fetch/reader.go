@@ -1,4 +1,4 @@
-package pipeline
+package fetch
 
 import (
 	"bytes"
@@ -15,6 +15,9 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol"
 	"github.com/segmentio/kafka-go/protocol/fetch"
+
+	"github.com/logstore/logstore/internal/clock"
+	"github.com/logstore/logstore/pipeline/record"
 )
 
 // Isolation levels of ReaderConfig.Isolation.
@@ -92,7 +95,7 @@ type ReaderConfig struct {
 	PreferredLease time.Duration
 
 	// Stats, if set, counts every fetched byte.
-	Stats *FetchStats
+	Stats *Stats
 	// Log defaults to slog.Default().
 	Log *slog.Logger
 }
@@ -243,7 +246,7 @@ func (r *PartitionReader) withLeader(ctx context.Context, do func(partitionState
 	for try := 0; try < 4; try++ {
 		if try > 0 {
 			r.known = false
-			if !sleepCtx(ctx, time.Duration(try)*200*time.Millisecond) {
+			if !clock.Sleep(ctx, time.Duration(try)*200*time.Millisecond) {
 				return ctx.Err()
 			}
 		}
@@ -278,7 +281,7 @@ func (r *PartitionReader) refresh(ctx context.Context) error {
 // is the log end the broker reported (the last stable offset under
 // read_committed). Errors that pass on their own are retried for up to 30s;
 // an offset outside the log is an *OffsetOutOfRangeError.
-func (r *PartitionReader) Fetch(ctx context.Context) (msgs []kafka.Message, highWatermark int64, err error) {
+func (r *PartitionReader) Fetch(ctx context.Context) (msgs []record.Record, highWatermark int64, err error) {
 	if r.cfgErr != nil {
 		return nil, 0, r.cfgErr
 	}
@@ -342,9 +345,6 @@ func (r *PartitionReader) Fetch(ctx context.Context) (msgs []kafka.Message, high
 			if r.isolation == 1 && res.lastStable >= 0 {
 				high = res.lastStable
 			}
-			for i := range msgs {
-				msgs[i].HighWaterMark = high
-			}
 			return msgs, high, nil
 
 		case broker != r.part.Leader && followerFallbackError(code):
@@ -370,8 +370,8 @@ func (r *PartitionReader) Fetch(ctx context.Context) (msgs []kafka.Message, high
 			if err == nil {
 				continue // the log moved under us; the offset is valid again
 			}
-			var oor *OffsetOutOfRangeError
-			if errors.As(err, &oor) {
+			var rangeErr *OffsetOutOfRangeError
+			if errors.As(err, &rangeErr) {
 				return nil, 0, err
 			}
 			if err := r.retryOrGiveUp(ctx, "confirm offset out of range", err); err != nil {
@@ -452,7 +452,7 @@ func (r *PartitionReader) retryOrGiveUp(ctx context.Context, what string, err er
 	r.log.Warn("retrying", "op", what, "attempt", r.attempt, "err", err)
 	wait := min(100*time.Millisecond<<min(r.attempt-1, 5), 2*time.Second)
 	wait = wait/2 + rand.N(wait/2+1)
-	if !sleepCtx(ctx, wait) {
+	if !clock.Sleep(ctx, wait) {
 		return ctx.Err()
 	}
 	return nil
@@ -554,7 +554,7 @@ var errBadResponse = errors.New("malformed fetch response")
 // the reader's offset, control batches and, under read_committed, aborted
 // transactions. next is the offset after the last batch seen, which may lie
 // past the last record returned (compacted or aborted tails, markers).
-func (r *PartitionReader) records(res *fetchedPartition) (msgs []kafka.Message, next int64, err error) {
+func (r *PartitionReader) records(res *fetchedPartition) (msgs []record.Record, next int64, err error) {
 	next = r.offset
 	if len(res.records) <= 4 {
 		return nil, next, nil
@@ -583,7 +583,7 @@ func (r *PartitionReader) records(res *fetchedPartition) (msgs []kafka.Message, 
 			n += max(b.records, 0)
 		}
 	}
-	msgs = make([]kafka.Message, 0, n)
+	msgs = make([]record.Record, 0, n)
 	data := slab{chunk: min(len(res.records), 1<<20)}
 
 	committed := r.isolation == 1
@@ -624,7 +624,7 @@ func (r *PartitionReader) records(res *fetchedPartition) (msgs []kafka.Message, 
 	return msgs, next, nil
 }
 
-func (r *PartitionReader) appendRecords(msgs []kafka.Message, rr protocol.RecordReader, data *slab) ([]kafka.Message, error) {
+func (r *PartitionReader) appendRecords(msgs []record.Record, rr protocol.RecordReader, data *slab) ([]record.Record, error) {
 	for {
 		rec, err := rr.ReadRecord()
 		if errors.Is(err, io.EOF) {
@@ -645,7 +645,7 @@ func (r *PartitionReader) appendRecords(msgs []kafka.Message, rr protocol.Record
 		if err := errors.Join(kerr, verr); err != nil {
 			return nil, fmt.Errorf("%s/%d: read record %d: %w", r.cfg.Topic, r.cfg.Partition, rec.Offset, err)
 		}
-		msgs = append(msgs, kafka.Message{
+		msgs = append(msgs, record.Record{
 			Topic:     r.cfg.Topic,
 			Partition: r.cfg.Partition,
 			Offset:    rec.Offset,
@@ -743,17 +743,6 @@ func retriableLeaderError(err error) bool {
 func permanent(err error) bool {
 	var code kafka.Error
 	return errors.Is(err, errPoolClosed) || errors.As(err, &code) && !code.Temporary()
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 func cmpInt64(a, b int64) int {
