@@ -9,14 +9,19 @@
 //
 //  1. read from first, decode, append to the open batch;
 //  2. at the flush rule (rows, bytes, age, memory budget) cut at last and
-//     commit first with the cut mark "cut:<last>" as metadata
-//     (generation-fenced);
+//     commit first with the cut mark "cut:<last> layout:<fingerprint> <layout>"
+//     as metadata (generation-fenced; see mark.go);
 //  3. write the batch to every sink under names made of topic, partition,
-//     first and last;
+//     first and last (rows a sink refuses for good become dead letters
+//     first), then its dead letters, then the partition's resume record in
+//     the output;
 //  4. commit next.
 //
 // The invariant: the committed offset moves past a record only after every
 // sink holds it, and while a cut mark is committed the batch from first is
-// cut at exactly last again, so a re-run after a crash at any point writes
-// the same records under the same names (files overwrite, not duplicate).
+// cut at exactly last again, with the layout the mark records, so a re-run
+// after a crash at any point writes the same records under the same names
+// (files overwrite, not duplicate). Where the group has no offset (expired,
+// deleted) the output's resume record says where the output is; the
+// furthest of the two wins (resume.go).
 package pipeline
