@@ -2,6 +2,7 @@
 # The zone lab: three availability zones on one Linux host, with the kernel,
 # not logstore, counting the bytes that cross them.
 #
+#   scripts/zonelab.sh once [RUN OPTIONS]      (up, run, down: `make zones`)
 #   scripts/zonelab.sh up | down | status
 #   scripts/zonelab.sh run [--records N] [--per-zone P] [--rf R] [--members Z,Z,...]
 #                          [--restart] [--out DIR]
@@ -31,7 +32,8 @@
 # headers included.
 #
 # `run` creates a topic (RF 3, 4 partitions per zone by default), fills it
-# with pipeline.LogGen logs through `logstore replay`, zeroes the counters,
+# with pipeline.LogGen logs (the capture of scripts/bench, produced by
+# scripts/labclient), zeroes the counters,
 # runs one `logstore run --until now` per member inside its zone, reads the
 # output back with pyarrow (scripts/verify_dataset.py) and prints bytes
 # same-zone and cross-zone per zone by the kernel, next to logstore's own
@@ -251,7 +253,7 @@ cmd_exec() {
 
 # capture PARTITIONS N DIR: N generated logs in DIR/capture.jsonl, the
 # capture of scripts/bench: record i in partition i % PARTITIONS, so at
-# offset i / PARTITIONS once replayed in order.
+# offset i / PARTITIONS once produced in order.
 capture() {
 	(cd "$LOGSTORE_ROOT" && LOGSTORE_BENCH_CAPTURE="$3/capture.jsonl" LOGSTORE_BENCH_RECORDS=$2 \
 		LOGSTORE_BENCH_PARTITIONS=$1 \
@@ -262,18 +264,19 @@ capture() {
 		}
 }
 
-# replay TOPIC DIR: produces DIR/capture.jsonl into TOPIC from the root
-# namespace with `logstore replay`.
-replay() {
-	local topic=$1 dir=$2 t0
+# produce TOPIC DIR [RATE]: produces DIR/capture.jsonl into TOPIC from the
+# root namespace (scripts/labclient: franz-go's idempotent producer, so a
+# broker restart neither loses nor repeats a record), as fast as it goes or
+# at RATE records/s.
+produce() {
+	local t0
 	t0=$(now_ms)
-	job_config "$dir/replay.yaml" "$(bootstrap)" "$topic" "$topic-replay" "$dir/unused" none
-	"$dir/logstore" replay -c "$dir/replay.yaml" --input "$dir/capture.jsonl" >"$dir/replay.log" 2>&1 ||
+	"$2/labclient" produce -brokers "$(bootstrap)" -topic "$1" -input "$2/capture.jsonl" -rate "${3:-0}" >"$2/produce.log" 2>&1 ||
 		{
-			tail_logs "$dir/replay.log"
-			die "replay failed"
+			tail_logs "$2/produce.log"
+			die "producing failed"
 		}
-	say "$(tail -1 "$dir/replay.log") in $(elapsed_s "$t0") s"
+	say "$(tail -1 "$2/produce.log") in $(elapsed_s "$t0") s"
 }
 
 # sample_counters FILE: every second, "EPOCH_MS ZONE FROM_ZONE BYTES" lines,
@@ -326,7 +329,7 @@ cmd_run() {
 	kafka_tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$(bootstrap)" \
 		--create --topic "$topic" --partitions "$parts" --replication-factor "$rf" >/dev/null
 	capture "$parts" "$records" "$dir"
-	((restart)) || replay "$topic" "$dir"
+	((restart)) || produce "$topic" "$dir"
 	leaders "$topic" >"$dir/leaders.txt"
 	# shellcheck disable=SC2016 # logstore expands it, per member
 	job_config "$dir/job.yaml" "$(bootstrap)" "$topic" "$topic" "$dir/out" '${LOGSTORE_RACK}'
@@ -368,8 +371,9 @@ cmd_run() {
 	if ((restart)); then
 		"$dir/labclient" isr -brokers "$(bootstrap)" -topic "$topic" >"$dir/isr.txt" 2>/dev/null &
 		helpers+=" $!"
-		# kafka-go's Writer gives up while a leader is away; franz-go's
-		# idempotent producer waits for the new one, in order, once.
+		# Not through produce(): $! must be the producer itself for SIGTERM
+		# to reach it. (kafka-go's Writer, in `logstore replay`, would give
+		# up while a leader is away.)
 		"$dir/labclient" produce -brokers "$(bootstrap)" -topic "$topic" -input "$dir/capture.jsonl" \
 			-rate "$ZONELAB_RATE" >"$dir/produce.log" 2>&1 &
 		local producer=$!
@@ -539,6 +543,14 @@ main() {
 	local cmd=${1:-}
 	(($# > 0)) && shift
 	case $cmd in
+	once)
+		# Leave a lab that was already up as it was.
+		if ! lab_exists; then
+			trap cmd_down EXIT
+		fi
+		cmd_up
+		cmd_run "$@"
+		;;
 	up) cmd_up ;;
 	down) cmd_down ;;
 	status) cmd_status ;;

@@ -160,7 +160,9 @@ func produce(ctx context.Context, brokers []string, topic, input string, rate fl
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic),
 		// No delivery timeout: kgo measures it from the record's own timestamp,
 		// and captured records carry event times from days ago.
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		// Uncompressed, as `logstore replay` sends them.
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
 	if err != nil {
 		return err
 	}
