@@ -6,6 +6,7 @@
 #   scripts/zonelab.sh up | down | status
 #   scripts/zonelab.sh run [--records N] [--per-zone P] [--rf R] [--members Z,Z,...]
 #                          [--restart] [--out DIR]
+#   scripts/zonelab.sh --compare [--records N]  (Spark, logstore, kafka-go side by side)
 #   scripts/zonelab.sh counters [--zero]
 #   scripts/zonelab.sh exec ZONE CMD...         (ZONE = az-a, az-b, az-c)
 #   scripts/zonelab.sh kafka ARGS...            (scripts/kafka-cluster.sh on the lab)
@@ -63,6 +64,8 @@ LOGSTORE_TOOL=zonelab
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # shellcheck source=scripts/bench-lib.sh
 source "$LOGSTORE_ROOT/scripts/bench-lib.sh"
+# shellcheck source=scripts/zonelab-compare.sh
+source "$LOGSTORE_ROOT/scripts/zonelab-compare.sh"
 
 ZONES=(az-a az-b az-c)
 CORE=zl-core
@@ -74,6 +77,14 @@ ZONELAB_RATE="${ZONELAB_RATE:-2000}"
 ZONELAB_AFTER="${ZONELAB_AFTER:-30}"
 # pyarrow, from scripts/setup.sh (the bench venv is only for --compare).
 ARROW_PY="$LOGSTORE_CACHE/venv/bin/python"
+
+# What must happen however the script ends, last added first.
+EXIT_HOOKS=()
+run_exit_hooks() {
+	local i
+	for ((i = ${#EXIT_HOOKS[@]} - 1; i >= 0; i--)); do ${EXIT_HOOKS[i]} || true; done
+}
+trap run_exit_hooks EXIT
 
 ns_of() { echo "zl-$1"; }         # zone → namespace
 index_of() {                      # zone → 1, 2, 3 (its broker's node number)
@@ -349,7 +360,7 @@ cmd_run() {
 		done
 		wait 2>/dev/null || true
 	}
-	trap stop_run EXIT
+	EXIT_HOOKS+=(stop_run)
 
 	counters_zero
 	: >"$dir/samples.txt"
@@ -425,7 +436,7 @@ cmd_run() {
 	report "$dir" "$records" "$parts" "$rf" "$restart" "$topic"
 	kafka_tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$(bootstrap)" \
 		--delete --topic "$topic" >/dev/null 2>&1 || true
-	trap - EXIT
+	unset 'EXIT_HOOKS[-1]'
 }
 
 # report DIR RECORDS PARTITIONS RF RESTART TOPIC: the tables, and
@@ -545,11 +556,14 @@ main() {
 	case $cmd in
 	once)
 		# Leave a lab that was already up as it was.
-		if ! lab_exists; then
-			trap cmd_down EXIT
-		fi
+		lab_exists || EXIT_HOOKS+=(cmd_down)
 		cmd_up
 		cmd_run "$@"
+		;;
+	--compare | compare)
+		lab_exists || EXIT_HOOKS+=(cmd_down)
+		cmd_up
+		cmd_compare "$@"
 		;;
 	up) cmd_up ;;
 	down) cmd_down ;;

@@ -13,6 +13,12 @@
 //	    nor reorders a record, so record i stays at offset i/partitions.
 //	    SIGTERM stops it after the records sent so far are acknowledged;
 //	    either way it prints "produced K records into T": the first K lines
+//	labclient read -brokers B -topic T -group G -rack R -out FILE
+//	    the baseline a Go developer writes: kafka-go's own Reader in group G
+//	    with its RackAffinityGroupBalancer (it places partitions by their
+//	    leader's rack; the Reader always fetches from the leader). Writes
+//	    "partition offset" per record to FILE until SIGTERM (the lab sends
+//	    it once the group has committed every record)
 package main
 
 import (
@@ -34,17 +40,19 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: labclient isr|lag|produce FLAGS (see the package doc)")
+		fmt.Fprintln(os.Stderr, "usage: labclient isr|lag|produce|read FLAGS (see the package doc)")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	brokers := fs.String("brokers", "", "bootstrap brokers, comma-separated")
 	topic := fs.String("topic", "", "topic")
-	group := fs.String("group", "", "consumer group (lag)")
+	group := fs.String("group", "", "consumer group (lag, read)")
 	every := fs.Duration("every", 250*time.Millisecond, "isr: sampling interval")
 	timeout := fs.Duration("timeout", 120*time.Second, "lag: how long to wait")
 	input := fs.String("input", "", "produce: capture file")
 	rate := fs.Float64("rate", 0, "produce: records per second (0: as fast as it goes)")
+	rack := fs.String("rack", "", "read: this member's rack")
+	out := fs.String("out", "", "read: where the positions read go")
 	_ = fs.Parse(os.Args[2:])
 	if *brokers == "" || *topic == "" {
 		fmt.Fprintln(os.Stderr, "labclient: -brokers and -topic are required")
@@ -60,6 +68,8 @@ func main() {
 		err = waitCommitted(ctx, client, *topic, *group, *timeout)
 	case "produce":
 		err = produce(ctx, strings.Split(*brokers, ","), *topic, *input, *rate)
+	case "read":
+		err = readGroup(ctx, strings.Split(*brokers, ","), *topic, *group, *rack, *out)
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -216,4 +226,38 @@ func produce(ctx context.Context, brokers []string, topic, input string, rate fl
 	}
 	fmt.Printf("produced %d records into %s\n", sent, topic)
 	return nil
+}
+
+func readGroup(ctx context.Context, brokers []string, topic, group, rack, out string) error {
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := bufio.NewWriter(f)
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers: brokers, Topic: topic, GroupID: group, StartOffset: kafka.FirstOffset,
+		GroupBalancers: []kafka.GroupBalancer{kafka.RackAffinityGroupBalancer{Rack: rack}},
+		MaxBytes:       1 << 20, CommitInterval: time.Second,
+	})
+	stop, cancel := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	defer cancel()
+	n := 0
+	for {
+		m, err := r.ReadMessage(stop)
+		if stop.Err() != nil {
+			break
+		}
+		if err != nil {
+			r.Close()
+			return err
+		}
+		fmt.Fprintf(w, "%d %d\n", m.Partition, m.Offset)
+		n++
+	}
+	if err := r.Close(); err != nil {
+		return err
+	}
+	fmt.Printf("read %d records of %s in group %s as rack %s\n", n, topic, group, rack)
+	return w.Flush()
 }
