@@ -34,6 +34,8 @@
 #   KAFKA_REPLICATION_LISTENER  1: brokers replicate over a listener of their
 #                        own, REPLICATION, on the client port + 2, so the
 #                        client port carries client traffic only (0)
+#   KAFKA_GROUP_REBALANCE_DELAY_MS  group.initial.rebalance.delay.ms (0; Kafka's
+#                        own default is 3000)
 #   LOGSTORE_STATE       state root (<repo>/.state); ours is $LOGSTORE_STATE/kafka
 #   LOGSTORE_CACHE       cache root (~/.cache/logstore); jars in kafka-<version>/libs
 set -euo pipefail
@@ -71,6 +73,7 @@ exec_of() {
 	echo "${!v:-}"
 }
 KAFKA_REPLICATION_LISTENER="${KAFKA_REPLICATION_LISTENER:-0}"
+KAFKA_GROUP_REBALANCE_DELAY_MS="${KAFKA_GROUP_REBALANCE_DELAY_MS:-0}"
 rack_of() {
 	local racks=(az-a az-b az-c)
 	echo "${racks[$1 - 1]}"
@@ -232,7 +235,7 @@ write_config() {
 
 		# Fast tests: no wait for more members before the first rebalance, and
 		# a dead follower leaves the ISR after 10 s instead of 30 s.
-		group.initial.rebalance.delay.ms=0
+		group.initial.rebalance.delay.ms=$KAFKA_GROUP_REBALANCE_DELAY_MS
 		replica.lag.time.max.ms=10000
 
 		# Two cores for three nodes: few threads, small cleaner buffer.

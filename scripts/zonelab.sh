@@ -99,6 +99,10 @@ client_port() { echo $(($1 * 10000 + 9092)); }
 # The lab's brokers are kafka-cluster.sh's, under the lab's own state dir,
 # so they never meet the shared 127.0.0.1 cluster.
 export KAFKA_REPLICATION_LISTENER=1
+# Kafka's default: members of a new group that start together join one
+# generation, instead of the first taking every partition and reading it
+# all before the others arrive.
+export KAFKA_GROUP_REBALANCE_DELAY_MS=3000
 for _n in 1 2 3; do
 	export "KAFKA_HOST_$_n=$(broker_addr "$_n")" "KAFKA_EXEC_$_n=ip netns exec $(ns_of "${ZONES[_n - 1]}")"
 done
