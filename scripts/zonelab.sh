@@ -33,18 +33,18 @@
 # headers included.
 #
 # `run` creates a topic (RF 3, 4 partitions per zone by default), fills it
-# with pipeline.LogGen logs (the capture of scripts/bench, produced by
-# scripts/labclient), zeroes the counters,
-# runs one `logstore run --until now` per member inside its zone, reads the
-# output back with pyarrow (scripts/verify_dataset.py) and prints bytes
-# same-zone and cross-zone per zone by the kernel, next to logstore's own
-# counts. --restart streams instead: the members run while a producer
-# writes (scripts/labclient), the az-a broker is stopped 12 s in and started
-# again 10 s later, production goes on until 30 s after every replica is in
-# sync again, and the table shows per second what the az-a worker
-# received from its own zone and from the others, next to the count of
-# under-replicated partitions (scripts/labclient). Results:
-# DIR/result.json (default $LOGSTORE_STATE/zonelab/runs/<time>).
+# with pipeline.LogGen logs (scripts/bench's capture, produced by
+# scripts/labclient), zeroes the counters, runs one `logstore run --until
+# now` per member inside its zone, reads the output back with pyarrow
+# (scripts/verify_dataset.py) and prints bytes same-zone and cross-zone per
+# zone by the kernel, next to logstore's own counts. --restart streams
+# instead: the members run while scripts/labclient produces, the az-a
+# broker is stopped (controlled shutdown) 12 s in and started 10 s after it
+# is down, production goes on until 30 s after every replica is in sync
+# again, and a table shows per second what the az-a worker received from
+# its own zone and from the others, beside the count of under-replicated
+# partitions. Results: DIR/result.json (default
+# $LOGSTORE_STATE/zonelab/runs/<time>). --compare: see zonelab-compare.sh.
 #
 # Needs root, iproute2 and iptables (scripts/setup.sh installs it from
 # Debian's packages when missing), Java, Go and the pyarrow venv of
