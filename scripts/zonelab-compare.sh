@@ -175,6 +175,7 @@ json.dump({"rows": len(pairs), "distinct": len(set(pairs)), "offset_sum": sum(o 
 ' "$dir/kafka-go/verify.json"
 
 	compare_report "$dir" "$records"
+	compare_chart "$dir"
 	kafka_tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$b" --delete --topic "$topic" >/dev/null 2>&1 || true
 }
 
@@ -227,5 +228,39 @@ compare_report() {
 		      " plus the Spark driver's process tree in the root namespace; the Spark master is not counted. Wall time: process start to exit,"
 		      " for kafka-go until the group had committed every record.")
 		json.dump({"records": n, "runs": res, "same_rows": same}, open(os.path.join(d, "compare.json"), "w"), indent=1)
+	PY
+}
+
+# compare_chart DIR: DIR/compare.png from DIR/compare.json, per run the
+# cross-zone share by the kernel and the CPU seconds per million records.
+compare_chart() {
+	"$PY" -c 'import matplotlib' 2>/dev/null || "$VENV/bin/pip" install -q matplotlib || {
+		warn "no matplotlib; no chart"
+		return 0
+	}
+	"$PY" - "$1" <<-'PY'
+		import json, os, sys
+		import matplotlib
+		matplotlib.use("Agg")
+		import matplotlib.pyplot as plt
+		d = sys.argv[1]
+		c = json.load(open(os.path.join(d, "compare.json")))
+		labels = {"spark-no-rack": "Spark\nno client.rack", "spark-az-a": "Spark\nclient.rack=az-a",
+		          "logstore-members": "logstore", "kafka-go": "kafka-go Reader\n(receives only)"}
+		runs = [r for r in labels if r in c["runs"]]
+		share = [100 * c["runs"][r]["share"] for r in runs]
+		cpu = [c["runs"][r]["cpu_s"] / c["records"] * 1e6 for r in runs]
+		fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.6))
+		for ax, vals, title, fmt in ((a, share, "bytes read across zones (kernel), %", "{:.1f} %"),
+		                             (b, cpu, "CPU seconds per million records", "{:,.0f} s")):
+		    bars = ax.barh([labels[r] for r in runs], vals, color=["#c0504d" if r.startswith("spark") else "#4f81bd" for r in runs])
+		    ax.invert_yaxis()
+		    ax.set_title(title, fontsize=10)
+		    for bar, v in zip(bars, vals):
+		        ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, " " + fmt.format(v), va="center", fontsize=8)
+		    ax.set_xlim(0, max(vals) * 1.3 or 1)
+		fig.suptitle(f"{c['records']:,} records, 12 partitions, RF 3, one reader per zone", fontsize=10)
+		fig.tight_layout()
+		fig.savefig(os.path.join(d, "compare.png"), dpi=110)
 	PY
 }
