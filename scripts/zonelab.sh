@@ -346,6 +346,9 @@ cmd_run() {
 	capture "$parts" "$records" "$dir"
 	((restart)) || produce "$topic" "$dir"
 	leaders "$topic" >"$dir/leaders.txt"
+	# What the planner says is the best a balanced group can do here.
+	"$dir/labclient" topology -brokers "$(bootstrap)" -topic "$topic" -members "$members" >"$dir/topology.json"
+	"$dir/logstore" plan --topology "$dir/topology.json" --json >"$dir/plan.json"
 	# shellcheck disable=SC2016 # logstore expands it, per member
 	job_config "$dir/job.yaml" "$(bootstrap)" "$topic" "$topic" "$dir/out" '${LOGSTORE_RACK}'
 
@@ -499,9 +502,12 @@ report() {
 		print(f"\nkernel: {100 * share:.3f} % of the {total:,} bytes the brokers' client ports sent into the zones crossed zones"
 		      f" ({sum(out.values()):,} more went to the root namespace)")
 		print(f"pyarrow: {verify['rows']:,} rows of {n:,}; every record exactly once: {'yes' if once else 'NO'}")
+		plan = json.load(open(os.path.join(d, "plan.json")))
+		print(f"planner (logstore plan on this topic and these members): {plan['local']} of {plan['total']} partitions can be read"
+		      f" in the member's own zone ({100 * plan['local'] / plan['total']:.0f} %); the kernel saw {100 * (1 - share):.1f} % of bytes stay in zone")
 		result = {"records": n, "partitions": parts, "rf": rf, "topic": topic, "zones": rows, "members": members,
 		          "kernel": kernel, "kernel_same": tot_same, "kernel_cross": tot_cross, "kernel_cross_share": share,
-		          "exactly_once": once, "verify": verify}
+		          "exactly_once": once, "verify": verify, "plan_local": plan["local"], "plan_total": plan["total"]}
 		if restart:
 		    events = [l.split() for l in open(os.path.join(d, "events.txt"))]
 		    t_start = int(events[0][1])

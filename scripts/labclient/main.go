@@ -13,6 +13,9 @@
 //	    nor reorders a record, so record i stays at offset i/partitions.
 //	    SIGTERM stops it after the records sent so far are acknowledged;
 //	    either way it prints "produced K records into T": the first K lines
+//	labclient topology -brokers B -topic T -members RACK,RACK,...
+//	    prints T's partitions, replicas and brokers' racks, with one member
+//	    per RACK given, as the JSON topology `logstore plan` reads
 //	labclient read -brokers B -topic T -group G -rack R -out FILE
 //	    the baseline a Go developer writes: kafka-go's own Reader in group G
 //	    with its RackAffinityGroupBalancer (it places partitions by their
@@ -40,7 +43,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: labclient isr|lag|produce|read FLAGS (see the package doc)")
+		fmt.Fprintln(os.Stderr, "usage: labclient isr|lag|produce|topology|read FLAGS (see the package doc)")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
@@ -53,6 +56,7 @@ func main() {
 	rate := fs.Float64("rate", 0, "produce: records per second (0: as fast as it goes)")
 	rack := fs.String("rack", "", "read: this member's rack")
 	out := fs.String("out", "", "read: where the positions read go")
+	members := fs.String("members", "", "topology: the members' racks, comma-separated")
 	_ = fs.Parse(os.Args[2:])
 	if *brokers == "" || *topic == "" {
 		fmt.Fprintln(os.Stderr, "labclient: -brokers and -topic are required")
@@ -68,6 +72,8 @@ func main() {
 		err = waitCommitted(ctx, client, *topic, *group, *timeout)
 	case "produce":
 		err = produce(ctx, strings.Split(*brokers, ","), *topic, *input, *rate)
+	case "topology":
+		err = topology(ctx, client, *topic, strings.Split(*members, ","))
 	case "read":
 		err = readGroup(ctx, strings.Split(*brokers, ","), *topic, *group, *rack, *out)
 	default:
@@ -260,4 +266,62 @@ func readGroup(ctx context.Context, brokers []string, topic, group, rack, out st
 	}
 	fmt.Printf("read %d records of %s in group %s as rack %s\n", n, topic, group, rack)
 	return w.Flush()
+}
+
+// topology prints what `logstore plan --topology` reads: the brokers with
+// their racks, topic's partitions, and a member in each of racks. The lab's
+// brokers serve follower fetches (RackAwareReplicaSelector).
+func topology(ctx context.Context, c *kafka.Client, topic string, racks []string) error {
+	md, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return err
+	}
+	if len(md.Topics) != 1 || md.Topics[0].Error != nil {
+		return errors.New("no metadata for " + topic)
+	}
+	type broker struct {
+		ID   int    `json:"id"`
+		Rack string `json:"rack"`
+	}
+	type partition struct {
+		ID       int   `json:"id"`
+		Leader   int   `json:"leader"`
+		Replicas []int `json:"replicas"`
+		ISR      []int `json:"isr"`
+	}
+	type member struct {
+		ID   string `json:"id"`
+		Rack string `json:"rack"`
+	}
+	type topicPartitions struct {
+		Name       string      `json:"name"`
+		Partitions []partition `json:"partitions"`
+	}
+	ids := func(bs []kafka.Broker) []int {
+		out := make([]int, len(bs))
+		for i, b := range bs {
+			out[i] = b.ID
+		}
+		return out
+	}
+	var t struct {
+		FollowerFetching bool              `json:"follower_fetching"`
+		Brokers          []broker          `json:"brokers"`
+		Topics           []topicPartitions `json:"topics"`
+		Members          []member          `json:"members"`
+	}
+	t.FollowerFetching = true
+	for _, b := range md.Brokers {
+		t.Brokers = append(t.Brokers, broker{b.ID, b.Rack})
+	}
+	t.Topics = []topicPartitions{{Name: topic}}
+	for _, p := range md.Topics[0].Partitions {
+		t.Topics[0].Partitions = append(t.Topics[0].Partitions, partition{p.ID, p.Leader.ID, ids(p.Replicas), ids(p.Isr)})
+	}
+	for i, r := range racks {
+		t.Members = append(t.Members, member{fmt.Sprintf("member-%d-%s", i, r), r})
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", " ")
+	return enc.Encode(t)
 }
