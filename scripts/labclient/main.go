@@ -39,6 +39,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/logstore/logstore/rack"
 )
 
 func main() {
@@ -269,33 +271,15 @@ func readGroup(ctx context.Context, brokers []string, topic, group, rack, out st
 }
 
 // topology prints what `logstore plan --topology` reads: the brokers with
-// their racks, topic's partitions, and a member in each of racks. The lab's
+// their racks, topic's partitions, and a member in each of memberRacks. The lab's
 // brokers serve follower fetches (RackAwareReplicaSelector).
-func topology(ctx context.Context, c *kafka.Client, topic string, racks []string) error {
+func topology(ctx context.Context, c *kafka.Client, topic string, memberRacks []string) error {
 	md, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
 	if err != nil {
 		return err
 	}
 	if len(md.Topics) != 1 || md.Topics[0].Error != nil {
 		return errors.New("no metadata for " + topic)
-	}
-	type broker struct {
-		ID   int    `json:"id"`
-		Rack string `json:"rack"`
-	}
-	type partition struct {
-		ID       int   `json:"id"`
-		Leader   int   `json:"leader"`
-		Replicas []int `json:"replicas"`
-		ISR      []int `json:"isr"`
-	}
-	type member struct {
-		ID   string `json:"id"`
-		Rack string `json:"rack"`
-	}
-	type topicPartitions struct {
-		Name       string      `json:"name"`
-		Partitions []partition `json:"partitions"`
 	}
 	ids := func(bs []kafka.Broker) []int {
 		out := make([]int, len(bs))
@@ -304,22 +288,16 @@ func topology(ctx context.Context, c *kafka.Client, topic string, racks []string
 		}
 		return out
 	}
-	var t struct {
-		FollowerFetching bool              `json:"follower_fetching"`
-		Brokers          []broker          `json:"brokers"`
-		Topics           []topicPartitions `json:"topics"`
-		Members          []member          `json:"members"`
-	}
-	t.FollowerFetching = true
+	t := rack.Topology{FollowerFetching: true, Topics: []rack.TopologyTopic{{Name: topic}}}
 	for _, b := range md.Brokers {
-		t.Brokers = append(t.Brokers, broker{b.ID, b.Rack})
+		t.Brokers = append(t.Brokers, rack.Broker{ID: b.ID, Rack: b.Rack})
 	}
-	t.Topics = []topicPartitions{{Name: topic}}
 	for _, p := range md.Topics[0].Partitions {
-		t.Topics[0].Partitions = append(t.Topics[0].Partitions, partition{p.ID, p.Leader.ID, ids(p.Replicas), ids(p.Isr)})
+		t.Topics[0].Partitions = append(t.Topics[0].Partitions,
+			rack.TopologyPartition{ID: p.ID, Leader: p.Leader.ID, Replicas: ids(p.Replicas), ISR: ids(p.Isr)})
 	}
-	for i, r := range racks {
-		t.Members = append(t.Members, member{fmt.Sprintf("member-%d-%s", i, r), r})
+	for i, r := range memberRacks {
+		t.Members = append(t.Members, rack.TopologyMember{ID: fmt.Sprintf("member-%d-%s", i, r), Rack: r})
 	}
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", " ")
