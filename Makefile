@@ -3,13 +3,15 @@
 #   make test   unit tests, then integration tests against a real three-rack
 #               Kafka cluster, an S3 server and an IMDS mock (installed and
 #               started by scripts/test.sh, stopped again afterwards)
+#   make zones  (root) three zones in network namespaces: brokers and workers
+#               inside them, cross-zone bytes counted by the kernel
 GO ?= go
 # go.mod's toolchain line names the patched Go release; "auto" fetches it
 # through the module proxy when the local go is older. An explicit
 # GOTOOLCHAIN in the environment wins.
 export GOTOOLCHAIN ?= auto
 
-.PHONY: build demo test unit bench clean
+.PHONY: build demo test unit bench zones clean
 
 build:
 	$(GO) build -o bin/logstore ./cmd/logstore
@@ -25,6 +27,9 @@ unit:
 
 bench:
 	bash scripts/bench
+
+zones:
+	bash scripts/zonelab.sh once
 
 clean:
 	rm -rf bin logstore-demo

@@ -41,6 +41,14 @@
 #   KAFKA_STOP_TIMEOUT   seconds from SIGTERM to SIGKILL (30)
 #   KAFKA_PORT_OFFSET    added to every port (0), to run a second cluster
 #                        beside the usual one with its own LOGSTORE_STATE
+#   KAFKA_HOST_N         node N's listener address (127.0.0.1), N = 1, 2, 3
+#   KAFKA_EXEC_N         command prefix node N's JVM runs under (none), e.g.
+#                        "ip netns exec zl-az-a" (scripts/zonelab.sh)
+#   KAFKA_REPLICATION_LISTENER  1: brokers replicate over a listener of their
+#                        own, REPLICATION, on the client port + 4, so the
+#                        client port carries client traffic only (0)
+#   KAFKA_GROUP_REBALANCE_DELAY_MS  group.initial.rebalance.delay.ms (0; Kafka's
+#                        own default is 3000)
 #   LOGSTORE_STATE       state root (<repo>/.state); ours is $LOGSTORE_STATE/kafka
 #   LOGSTORE_CACHE       cache root (~/.cache/logstore); jars in kafka-<version>/libs
 set -euo pipefail
@@ -79,6 +87,16 @@ SCRAM_PASSWORD=logstore-test-secret
 # data dir formatted with another stamp (an older version of this script,
 # before the SCRAM users) is formatted again: it is test data.
 FORMAT_STAMP="v2 cluster=$KAFKA_CLUSTER_ID scram=SCRAM-SHA-512:$SCRAM_USER:$SCRAM_PASSWORD"
+host_of() {
+	local v="KAFKA_HOST_$1"
+	echo "${!v:-127.0.0.1}"
+}
+exec_of() {
+	local v="KAFKA_EXEC_$1"
+	echo "${!v:-}"
+}
+KAFKA_REPLICATION_LISTENER="${KAFKA_REPLICATION_LISTENER:-0}"
+KAFKA_GROUP_REBALANCE_DELAY_MS="${KAFKA_GROUP_REBALANCE_DELAY_MS:-0}"
 rack_of() {
 	local racks=(az-a az-b az-c)
 	echo "${racks[$1 - 1]}"
@@ -96,7 +114,7 @@ bootstrap_servers() {
 	sasl_ssl) port=sasl_ssl_port ;;
 	*) die "bootstrap: listener must be plaintext, ssl or sasl_ssl, not '$1'" ;;
 	esac
-	for n in "${NODES[@]}"; do out+=("127.0.0.1:$($port "$n")"); done
+	for n in "${NODES[@]}"; do out+=("$(host_of "$n"):$($port "$n")"); done
 	(
 		IFS=,
 		echo "${out[*]}"
@@ -104,7 +122,7 @@ bootstrap_servers() {
 }
 quorum_voters() {
 	local n out=()
-	for n in "${NODES[@]}"; do out+=("$n@127.0.0.1:$(controller_port "$n")"); done
+	for n in "${NODES[@]}"; do out+=("$n@$(host_of "$n"):$(controller_port "$n")"); done
 	(
 		IFS=,
 		echo "${out[*]}"
@@ -242,21 +260,32 @@ keyUsage=critical,digitalSignature,keyEncipherment"
 # write_config N: server.properties for node N, rewritten on every start so
 # edits to this script take effect without wiping data.
 write_config() {
-	local n=$1 dir port cport
+	local n=$1 dir port cport host
 	dir=$(node_dir "$n")
 	port=$(client_port "$n")
 	cport=$(controller_port "$n")
+	host=$(host_of "$n")
+	local tls="SSL://$host:$(ssl_port "$n"),SASL_SSL://$host:$(sasl_ssl_port "$n")"
+	local listeners="PLAINTEXT://$host:$port,CONTROLLER://$host:$cport,$tls"
+	local advertised="PLAINTEXT://$host:$port,$tls"
+	local protocols="PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL" inter=PLAINTEXT
+	if [[ $KAFKA_REPLICATION_LISTENER == 1 ]]; then
+		listeners+=",REPLICATION://$host:$((port + 4))"
+		advertised+=",REPLICATION://$host:$((port + 4))"
+		protocols+=",REPLICATION:PLAINTEXT"
+		inter=REPLICATION
+	fi
 	mkdir -p "$dir/data" "$dir/logs"
 	cat >"$dir/server.properties" <<-EOF
 		# Written by scripts/kafka-cluster.sh; edits here are overwritten.
 		process.roles=broker,controller
 		node.id=$n
 		controller.quorum.voters=$(quorum_voters)
-		listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport,SSL://127.0.0.1:$(ssl_port "$n"),SASL_SSL://127.0.0.1:$(sasl_ssl_port "$n")
-		advertised.listeners=PLAINTEXT://127.0.0.1:$port,SSL://127.0.0.1:$(ssl_port "$n"),SASL_SSL://127.0.0.1:$(sasl_ssl_port "$n")
-		listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL
+		listeners=$listeners
+		advertised.listeners=$advertised
+		listener.security.protocol.map=$protocols
 		controller.listener.names=CONTROLLER
-		inter.broker.listener.name=PLAINTEXT
+		inter.broker.listener.name=$inter
 		log.dirs=$dir/data
 
 		# TLS for the SSL and SASL_SSL listeners: PEM keystore and truststore
@@ -296,7 +325,7 @@ write_config() {
 
 		# Fast tests: no wait for more members before the first rebalance, and
 		# a dead follower leaves the ISR after 10 s instead of 30 s.
-		group.initial.rebalance.delay.ms=0
+		group.initial.rebalance.delay.ms=$KAFKA_GROUP_REBALANCE_DELAY_MS
 		replica.lag.time.max.ms=10000
 
 		# Two cores for three nodes: few threads, small cleaner buffer.
@@ -336,15 +365,16 @@ format_node() {
 launch_node() {
 	local n=$1 dir
 	dir=$(node_dir "$n")
-	local -a heap jvm
+	local -a heap jvm prefix
 	read -r -a heap <<<"$KAFKA_HEAP_OPTS"
 	read -r -a jvm <<<"$KAFKA_JVM_OPTS"
+	read -r -a prefix <<<"$(exec_of "$n")"
 	# One run per log file, so failure reports show this run only.
 	if [[ -f $dir/logs/server.log ]]; then
 		mv -f "$dir/logs/server.log" "$dir/logs/server.log.prev"
 	fi
 	spawn "$(pidfile_of "$n")" "$dir/logs/stdout.log" \
-		"$JAVA" "${heap[@]}" "${jvm[@]}" \
+		"${prefix[@]}" "$JAVA" "${heap[@]}" "${jvm[@]}" \
 		-Dkafka.logs.dir="$dir/logs" \
 		-Dlog4j2.configurationFile="$KAFKA_STATE/log4j2.properties" \
 		-cp "$KAFKA_LIBS/*" kafka.Kafka "$dir/server.properties"
@@ -387,7 +417,7 @@ wait_registered() {
 	deadline=$((SECONDS + timeout))
 	# Ports first: cheap, and it catches a crashed JVM within a second.
 	for n in "$@"; do
-		wait_for_port "$(client_port "$n")" $((deadline - SECONDS)) "$(pidfile_of "$n")" || return 1
+		wait_for_port "$(client_port "$n")" $((deadline - SECONDS)) "$(pidfile_of "$n")" "$(host_of "$n")" || return 1
 	done
 	while ((SECONDS < deadline)); do
 		got=$(registered_brokers || true)
@@ -433,7 +463,7 @@ check_ports_free() {
 	local n port
 	for n in "$@"; do
 		for port in $(client_port "$n") $(controller_port "$n") $(ssl_port "$n") $(sasl_ssl_port "$n"); do
-			port_open "$port" && die "127.0.0.1:$port (node $n) is taken by another process"
+			port_open "$port" "$(host_of "$n")" && die "$(host_of "$n"):$port (node $n) is taken by another process"
 		done
 	done
 	return 0
@@ -516,9 +546,9 @@ cmd_status() {
 	for n in "${NODES[@]}"; do
 		if node_up "$n"; then
 			up=$((up + 1))
-			say "node $n up   pid $(<"$(pidfile_of "$n")") 127.0.0.1:$(client_port "$n") rack $(rack_of "$n")"
+			say "node $n up   pid $(<"$(pidfile_of "$n")") $(host_of "$n"):$(client_port "$n") rack $(rack_of "$n")"
 		else
-			say "node $n down           127.0.0.1:$(client_port "$n") rack $(rack_of "$n")"
+			say "node $n down           $(host_of "$n"):$(client_port "$n") rack $(rack_of "$n")"
 		fi
 	done
 	((up == ${#NODES[@]})) || exit 3

@@ -82,13 +82,13 @@ spawn() {
 	return 1
 }
 
-# wait_for_port PORT TIMEOUT_S [PIDFILE]: waits until PORT answers. Gives up
-# early when the process in PIDFILE has died, so a crash is reported at once
-# instead of after the whole timeout.
+# wait_for_port PORT TIMEOUT_S [PIDFILE] [HOST]: waits until PORT answers on
+# HOST (127.0.0.1). Gives up early when the process in PIDFILE has died, so a
+# crash is reported at once instead of after the whole timeout.
 wait_for_port() {
-	local port=$1 timeout=$2 pidfile=${3:-}
+	local port=$1 timeout=$2 pidfile=${3:-} host=${4:-127.0.0.1}
 	local deadline=$((SECONDS + timeout))
-	until port_open "$port"; do
+	until port_open "$port" "$host"; do
 		if [[ -n $pidfile ]] && ! pid_alive "$pidfile"; then
 			return 1
 		fi

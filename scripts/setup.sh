@@ -16,3 +16,9 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import pyarrow' 2>/de
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check pyarrow
 fi
+
+# The zone lab (scripts/zonelab.sh) counts cross-zone bytes with iptables.
+if ! command -v iptables >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "setup: iptables (the zone lab's byte counters) from Debian's packages"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iptables >/dev/null
+fi

@@ -19,14 +19,24 @@ bash "$here/setup.sh"
 export PATH="$LOGSTORE_CACHE/venv/bin:$PATH"
 
 started=()
+# The zone lab test brings its own lab up and down; if the test binary is
+# killed (a timeout) this trap takes it down, unless it was up before.
+lab_was_up=0
+if ip netns list 2>/dev/null | grep -q '^zl-core'; then lab_was_up=1; fi
 cleanup() {
   local rc=$?
+  if [ "$lab_was_up" = 0 ] && ip netns list 2>/dev/null | grep -q '^zl-core'; then
+    echo "test: the zone lab was left up; taking it down" >&2
+    bash "$here/zonelab.sh" down || true
+    rc=1
+  fi
   for ((i = ${#started[@]} - 1; i >= 0; i--)); do
     bash "$here/${started[i]}" stop || true
   done
   # Nothing the run started may outlive it (the tests start and stop their
   # own IMDS mocks).
   local dirs=(imds) svc
+  if [ "$lab_was_up" = 0 ]; then dirs+=(zonelab); fi
   for svc in "${started[@]}"; do dirs+=("${svc%%-*}"); done # kafka-cluster.sh → kafka
   for svc in "${dirs[@]}"; do
     if pgrep -f "$LOGSTORE_STATE/$svc" >/dev/null; then
@@ -53,6 +63,6 @@ echo "== known vulnerabilities (govulncheck, local copy of the Go vulnerability 
 bash "$here/vulncheck.sh"
 echo "== unit tests"
 go test -count=1 ./...
-echo "== integration tests (real Kafka, S3, IMDS mock)"
+echo "== integration tests (real Kafka, S3, IMDS mock; the zone lab in network namespaces)"
 # -p 1: the integration tests share one cluster, and one of them stops a broker.
 go test -count=1 -p 1 -timeout 20m -tags integration ./...
