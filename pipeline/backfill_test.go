@@ -66,7 +66,7 @@ func TestBackfillIsIdempotent(t *testing.T) {
 	c := fakeCluster(t, kfake.SeedTopics(2, "logs"))
 	base := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
 	produceAt := func(n int) {
-		w := &kafka.Writer{Addr: kafka.TCP(c.ListenAddrs()...), Topic: "logs", Balancer: &kafka.RoundRobin{}, BatchTimeout: time.Millisecond, Transport: &kafka.Transport{}}
+		w := &kafka.Writer{Addr: kafka.TCP(c.ListenAddrs()...), Topic: "logs", Balancer: &kafka.RoundRobin{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll, Transport: &kafka.Transport{}}
 		defer w.Close()
 		msgs := make([]kafka.Message, n)
 		for i := range msgs {

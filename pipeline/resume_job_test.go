@@ -51,7 +51,7 @@ func runTestJob(t *testing.T, raw string, mode Mode) {
 
 func produceN(t *testing.T, brokers []string, from, n int) {
 	t.Helper()
-	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: "logs", Balancer: &kafka.RoundRobin{}, BatchTimeout: time.Millisecond, Transport: &kafka.Transport{}}
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: "logs", Balancer: &kafka.RoundRobin{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll, Transport: &kafka.Transport{}}
 	defer w.Close()
 	msgs := make([]kafka.Message, n)
 	for i := range msgs {
