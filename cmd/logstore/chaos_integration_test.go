@@ -113,7 +113,7 @@ func TestChaos(t *testing.T) {
 	group := topic + "-g"
 	cfg := e2eConfig(t, topic, group, dir, 1500)
 	text := strings.Replace(readFile(t, cfg), `{name: hour, column: ts, format: "15"}]`, `{name: hour, column: ts, format: "15"}, {name: svc, column: service}]`, 1)
-	text = strings.Replace(text, "  group: ", "  max_records_per_second: 3000\n  group: ", 1)
+	text = strings.Replace(text, "  group: ", "  max_records_per_second: 1000\n  group: ", 1)
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
