@@ -266,7 +266,7 @@ func (pw *ParquetWriter) appendValue(row parquet.Row, c parquetColumn, v any) (p
 	var val parquet.Value
 	switch x := v.(type) {
 	case string:
-		val = parquet.ByteArrayValue(stringBytes(x))
+		val = parquet.ByteArrayValue(stringBytes(ValidText(x)))
 	case int32:
 		val = parquet.Int32Value(x)
 	case int64:
@@ -280,6 +280,9 @@ func (pw *ParquetWriter) appendValue(row parquet.Row, c parquetColumn, v any) (p
 	case []byte:
 		val = parquet.ByteArrayValue(x)
 	case time.Time:
+		if !TimeInRange(x) {
+			return row, fmt.Errorf("%s is outside %s..%s", x.Format(time.RFC3339Nano), MinTime.Format(time.DateOnly), MaxTime.Format(time.DateOnly))
+		}
 		switch {
 		case c.field.Type == Date:
 			val = parquet.Int32Value(int32(epochDay(x)))
@@ -302,6 +305,7 @@ func (pw *ParquetWriter) appendMap(row parquet.Row, c parquetColumn, def int, m 
 			parquet.NullValue().Level(0, def, c.leaf),
 			parquet.NullValue().Level(0, def, c.leaf+1))
 	}
+	m = validMap(m)
 	keys := pw.keys[:0]
 	for k := range m {
 		keys = append(keys, k)
@@ -316,6 +320,28 @@ func (pw *ParquetWriter) appendMap(row parquet.Row, c parquetColumn, def int, m 
 		row = append(row, parquet.ByteArrayValue(stringBytes(m[k])).Level(min(i, 1), def+2, c.leaf+1))
 	}
 	return row
+}
+
+// validMap returns m, or a copy with its keys and values made valid UTF-8
+// when any is not. Keys that become equal keep the value of the one that
+// sorts last, so the same map always gives the same copy.
+func validMap(m map[string]string) map[string]string {
+	clean := true
+	for k, v := range m {
+		if !isASCIIOrValid(k) || !isASCIIOrValid(v) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return m
+	}
+	keys := slices.Sorted(maps.Keys(m))
+	out := make(map[string]string, len(m))
+	for _, k := range keys {
+		out[ValidText(k)] = ValidText(m[k])
+	}
+	return out
 }
 
 // goTypes is the Go type a Row holds for each column type.

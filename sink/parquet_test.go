@@ -351,3 +351,46 @@ func TestParquetDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestParquetStringsAreUTF8: every STRING written is valid UTF-8, invalid
+// bytes each replaced by U+FFFD, while a bytes column keeps its bytes.
+func TestParquetStringsAreUTF8(t *testing.T) {
+	s := &Schema{Fields: []Field{
+		{Name: "s", Type: String}, {Name: "doc", Type: JSON}, {Name: "m", Type: StringMap}, {Name: "raw", Type: Bytes},
+	}}
+	rows := []Row{
+		{"a\xffb", "{\"k\": \"\xc3\"}", map[string]string{"k\xfe": "v\xed\xa0\x80", "ok": "é"}, []byte("a\xffb")},
+		{"héllo 🎉", `{"k": "é"}`, map[string]string{"a\xff": "1", "a\xfe": "2"}, []byte{}},
+	}
+	want := []Row{
+		{"a\uFFFDb", "{\"k\": \"\uFFFD\"}", map[string]string{"k\uFFFD": "v\uFFFD\uFFFD\uFFFD", "ok": "é"}, []byte("a\xffb")},
+		// Two keys that repair to the same text: the one sorting last wins.
+		{"héllo 🎉", `{"k": "é"}`, map[string]string{"a\uFFFD": "1"}, []byte{}},
+	}
+	_, got := decodeParquet(t, s, encodeParquet(t, s, testParquetConfig(), rows))
+	sameRows(t, got, want)
+}
+
+// TestParquetRefusesOutOfRangeTime: an instant outside 0001..9999 is a row
+// error (a dead letter), never a wrapped-around number in the file.
+func TestParquetRefusesOutOfRangeTime(t *testing.T) {
+	s := &Schema{Fields: []Field{{Name: "ts", Type: Timestamp, Unit: time.Microsecond}, {Name: "d", Type: Date}}}
+	for _, tc := range []struct {
+		row  Row
+		want string
+	}{
+		{Row{time.Unix(9300000000000, 0).UTC(), nil}, `column "ts" (timestamp): 296675-04-08T21:20:00Z is outside`},
+		{Row{nil, time.Date(0, 12, 31, 0, 0, 0, 0, time.UTC)}, `column "d" (date): 0000-12-31T00:00:00Z is outside 0001-01-01..9999-12-31`},
+		{Row{MaxTime.Add(time.Nanosecond), nil}, `is outside 0001-01-01..9999-12-31`},
+	} {
+		w, err := NewParquetWriter(io.Discard, s, testParquetConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteRow(tc.row); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("WriteRow(%v) = %v, want %q", tc.row, err, tc.want)
+		}
+	}
+	_, got := decodeParquet(t, s, encodeParquet(t, s, testParquetConfig(), []Row{{MinTime, MaxTime.Truncate(24 * time.Hour)}, {MaxTime, MinTime}}))
+	sameRows(t, got, []Row{{MinTime, time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)}, {MaxTime.Truncate(time.Microsecond), MinTime}})
+}

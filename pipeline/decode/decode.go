@@ -359,6 +359,9 @@ func (c *column) kafkaTime(t time.Time) (any, error) {
 		return c.missing()
 	}
 	t = t.UTC()
+	if (c.typ == sink.Timestamp || c.typ == sink.Date) && !sink.TimeInRange(t) {
+		return nil, c.outOfRange(fmt.Sprintf("the record's timestamp %d ms", t.UnixMilli()))
+	}
 	switch c.typ {
 	case sink.Timestamp:
 		return toUnit(t, c.unit), nil
@@ -460,7 +463,15 @@ func (c *column) convert(v fieldValue, st *decodeState) (any, error) {
 			t, ok = c.tf.parseText(v.text)
 		}
 		if !ok {
+			if b, isNum := v.number(); isNum && c.tf.epoch() {
+				if _, isDecimal := parseDecimal(b); isDecimal {
+					return nil, c.outOfRange(c.show(v)) // beyond ±10^12 s
+				}
+			}
 			return nil, c.notA(v)
+		}
+		if !sink.TimeInRange(t) {
+			return nil, c.outOfRange(c.show(v))
 		}
 		if c.typ == sink.Date {
 			return toDate(t), nil
@@ -515,48 +526,15 @@ func (v fieldValue) number() ([]byte, bool) {
 	return nil, false
 }
 
-// parseInteger reads an integer, also from integral decimal or exponent
-// forms (200.0, 2e3).
+// parseInteger reads an integer exactly, also from integral decimal or
+// exponent forms (200.0, 2e3, 9007199254740993.0); a fraction or a value
+// beyond int64 is no integer.
 func parseInteger(b []byte) (int64, bool) {
-	neg := len(b) > 0 && b[0] == '-'
-	p := 0
-	if neg {
-		p = 1
-	}
-	if p == len(b) {
+	d, ok := parseDecimal(b)
+	if !ok {
 		return 0, false
 	}
-	var n uint64
-	for ; p < len(b); p++ {
-		c := b[p]
-		if c < '0' || c > '9' {
-			break
-		}
-		if n > (math.MaxUint64-9)/10 {
-			return 0, false
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	if p < len(b) {
-		if c := b[p]; c != '.' && c != 'e' && c != 'E' || p == 0 || p == 1 && neg {
-			return 0, false
-		}
-		f, err := strconv.ParseFloat(string(b), 64)
-		if err != nil || f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
-			return 0, false
-		}
-		return int64(f), true
-	}
-	if neg {
-		if n > 1<<63 {
-			return 0, false
-		}
-		return -int64(n), true
-	}
-	if n > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(n), true
+	return d.int64()
 }
 
 // notA is the dead-letter reason of a value the column cannot take.
@@ -580,6 +558,12 @@ func (c *column) notA(v fieldValue) error {
 		what = "a " + string(c.typ)
 	}
 	return fmt.Errorf("column %q: %s is not %s", c.name, c.show(v), what)
+}
+
+// outOfRange is the dead-letter reason of an instant no file can hold.
+func (c *column) outOfRange(what string) error {
+	return fmt.Errorf("column %q: %s is out of the %s range %s to %s", c.name, what, c.typ,
+		sink.MinTime.Format(time.RFC3339), sink.MaxTime.Format(time.RFC3339Nano))
 }
 
 // show quotes a value for a message, cut short.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/logstore/logstore/sink"
 )
 
 // A JSON path names one value inside a record: `level`, `http.status`,
@@ -541,17 +543,13 @@ func appendUnquoted(dst, raw []byte) []byte {
 				dst = append(dst, e)
 			}
 			i += 2
-		case c < utf8.RuneSelf:
-			dst = append(dst, c)
-			i++
 		default:
-			r, size := utf8.DecodeRune(raw[i:])
-			if r == utf8.RuneError && size == 1 {
-				dst = utf8.AppendRune(dst, utf8.RuneError)
-			} else {
-				dst = append(dst, raw[i:i+size]...)
+			j := i + 1
+			for j < len(raw) && raw[j] != '\\' {
+				j++
 			}
-			i += size
+			dst = sink.AppendValidText(dst, raw[i:j])
+			i = j
 		}
 	}
 	return dst

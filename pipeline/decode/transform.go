@@ -343,6 +343,9 @@ func (c *column) fromCEL(out ref.Val) (any, error) {
 			v = bool(x)
 		}
 	case types.Timestamp:
+		if !sink.TimeInRange(x.Time) {
+			return nil, c.outOfRange(x.Time.UTC().Format(time.RFC3339Nano))
+		}
 		switch c.typ {
 		case sink.Timestamp:
 			v = toUnit(x.Time.UTC(), c.unit)
