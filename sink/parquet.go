@@ -305,7 +305,7 @@ func (pw *ParquetWriter) appendMap(row parquet.Row, c parquetColumn, def int, m 
 			parquet.NullValue().Level(0, def, c.leaf),
 			parquet.NullValue().Level(0, def, c.leaf+1))
 	}
-	m = validMap(m)
+	m = ValidMap(m)
 	keys := pw.keys[:0]
 	for k := range m {
 		keys = append(keys, k)
@@ -320,28 +320,6 @@ func (pw *ParquetWriter) appendMap(row parquet.Row, c parquetColumn, def int, m 
 		row = append(row, parquet.ByteArrayValue(stringBytes(m[k])).Level(min(i, 1), def+2, c.leaf+1))
 	}
 	return row
-}
-
-// validMap returns m, or a copy with its keys and values made valid UTF-8
-// when any is not. Keys that become equal keep the value of the one that
-// sorts last, so the same map always gives the same copy.
-func validMap(m map[string]string) map[string]string {
-	clean := true
-	for k, v := range m {
-		if !isASCIIOrValid(k) || !isASCIIOrValid(v) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return m
-	}
-	keys := slices.Sorted(maps.Keys(m))
-	out := make(map[string]string, len(m))
-	for _, k := range keys {
-		out[ValidText(k)] = ValidText(m[k])
-	}
-	return out
 }
 
 // goTypes is the Go type a Row holds for each column type.

@@ -1,6 +1,8 @@
 package sink
 
 import (
+	"maps"
+	"slices"
 	"time"
 	"unicode/utf8"
 )
@@ -59,6 +61,28 @@ func AppendValidText(dst, b []byte) []byte {
 		i += size
 	}
 	return dst
+}
+
+// ValidMap returns m, or a copy with its keys and values made valid UTF-8
+// when any is not. Keys that become equal keep the value of the one that
+// sorts last, so the same map always gives the same copy.
+func ValidMap(m map[string]string) map[string]string {
+	clean := true
+	for k, v := range m {
+		if !isASCIIOrValid(k) || !isASCIIOrValid(v) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return m
+	}
+	keys := slices.Sorted(maps.Keys(m))
+	out := make(map[string]string, len(m))
+	for _, k := range keys {
+		out[ValidText(k)] = ValidText(m[k])
+	}
+	return out
 }
 
 func isASCIIOrValid(s string) bool {

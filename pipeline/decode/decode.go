@@ -77,6 +77,7 @@ type decodeState struct {
 	num     []byte // formatted numbers of Kafka fields
 	act     rowActivation
 	strs    []byte // the current row's string arena
+	fixed   []byte // text with invalid UTF-8 repaired
 }
 
 // str returns b as a string carved from the row's arena, so that one
@@ -93,6 +94,17 @@ func (st *decodeState) str(b []byte) string {
 	start := len(st.strs)
 	st.strs = append(st.strs, b...)
 	return unsafe.String(&st.strs[start], len(b))
+}
+
+// validStr is str for text that may hold invalid UTF-8: each invalid byte
+// becomes U+FFFD, the rule for every string a file holds (sink/values.go).
+// Text already valid, as jsonText gives it, is copied as it is.
+func (st *decodeState) validStr(b []byte) string {
+	if isValidText(b) {
+		return st.str(b)
+	}
+	st.fixed = sink.AppendValidText(st.fixed[:0], b)
+	return st.str(st.fixed)
 }
 
 // New builds the decoder of a schema section; its errors are the
@@ -337,9 +349,12 @@ func (d *Decoder) field(c *column, msg *record.Record, st *decodeState) (any, er
 		if len(msg.Headers) == 0 {
 			return c.missing()
 		}
+		// A header without a value is left out, as a JSON map's null is.
 		m := make(map[string]string, len(msg.Headers))
 		for _, h := range msg.Headers {
-			m[h.Key] = string(h.Value)
+			if h.Value != nil {
+				m[st.validStr([]byte(h.Key))] = st.validStr(h.Value)
+			}
 		}
 		return m, nil
 	}
@@ -395,13 +410,10 @@ func (c *column) convert(v fieldValue, st *decodeState) (any, error) {
 	}
 	switch c.typ {
 	case sink.String:
-		switch {
-		case v.kind != jsonString:
-			return st.str(v.raw), nil
-		case v.raw == nil && !isValidText(v.text):
-			return string(bytes.ToValidUTF8(v.text, []byte("\uFFFD"))), nil
+		if v.kind != jsonString {
+			return st.validStr(v.raw), nil
 		}
-		return st.str(v.text), nil
+		return st.validStr(v.text), nil
 
 	case sink.Int32, sink.Int64:
 		b, ok := v.number()
@@ -486,14 +498,14 @@ func (c *column) convert(v fieldValue, st *decodeState) (any, error) {
 
 	case sink.JSON:
 		if v.raw != nil {
-			return st.str(v.raw), nil
+			return st.validStr(v.raw), nil
 		}
 		// A Kafka field: keep it only if it is a JSON document.
 		var s jsonScanner
 		if err := s.scan(v.text, nil, nil); err != nil {
 			return nil, fmt.Errorf("column %q: %s is not JSON: %v", c.name, c.show(v), err)
 		}
-		return string(v.text), nil
+		return st.validStr(v.text), nil
 
 	case sink.StringMap:
 		if v.kind != jsonObject {
@@ -504,9 +516,9 @@ func (c *column) convert(v fieldValue, st *decodeState) (any, error) {
 			switch mv.kind {
 			case jsonNull:
 			case jsonString:
-				m[st.str(key)] = st.str(jsonText(v.raw, mv, &st.text))
+				m[st.validStr(key)] = st.str(jsonText(v.raw, mv, &st.text))
 			default:
-				m[st.str(key)] = st.str(v.raw[mv.start:mv.end])
+				m[st.validStr(key)] = st.validStr(v.raw[mv.start:mv.end])
 			}
 		})
 		return m, nil

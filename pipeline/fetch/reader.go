@@ -669,6 +669,11 @@ func (s *slab) copy(b protocol.Bytes) ([]byte, error) {
 		return nil, nil
 	}
 	n := b.Len()
+	if n == 0 {
+		// Empty is not null: a zero-length slice of a slab not yet
+		// allocated would be nil.
+		return []byte{}, nil
+	}
 	if cap(s.buf)-len(s.buf) < n {
 		s.buf = make([]byte, 0, max(n, s.chunk))
 	}

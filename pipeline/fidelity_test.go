@@ -1,0 +1,120 @@
+package pipeline
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/logstore/logstore/sink"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestReaderKeepsEmptyApartFromNull: an empty key, value or header value is
+// an empty slice, a missing one nil, also as the first record of a fetch
+// (the first copy into a fresh slab).
+func TestReaderKeepsEmptyApartFromNull(t *testing.T) {
+	c := newFake(t, kfake.SeedTopics(1, testTopic))
+	empty := []byte{}
+	recs := []*kgo.Record{
+		{Key: empty, Value: empty, Headers: []kgo.RecordHeader{{Key: "e", Value: empty}, {Key: "n"}}},
+		{Key: nil, Value: nil},
+		{Key: empty, Value: []byte("v")},
+		{Key: []byte("k"), Value: empty},
+	}
+	for _, rec := range recs {
+		produce(t, c.ListenAddrs(), nil, rec) // one batch, so one fetch, each
+	}
+	for start := range int64(len(recs)) {
+		r := testReader(t, c.ListenAddrs(), ReaderConfig{})
+		r.SetOffset(start)
+		msgs := readTo(t, r, int64(len(recs)))
+		for i, m := range msgs {
+			want := recs[int(start)+i]
+			if (m.Key == nil) != (want.Key == nil) || string(m.Key) != string(want.Key) {
+				t.Errorf("from %d, record %d: key %#v, want %#v", start, m.Offset, m.Key, want.Key)
+			}
+			if (m.Value == nil) != (want.Value == nil) || string(m.Value) != string(want.Value) {
+				t.Errorf("from %d, record %d: value %#v, want %#v", start, m.Offset, m.Value, want.Value)
+			}
+			for j, h := range want.Headers {
+				if got := m.Headers[j]; got.Key != h.Key || (got.Value == nil) != (h.Value == nil) {
+					t.Errorf("from %d, record %d: header %q value %#v, want %#v", start, m.Offset, h.Key, got.Value, h.Value)
+				}
+			}
+		}
+	}
+}
+
+// TestDecodeEmptyIsNotNull: an empty key, header or string is "", a
+// missing one null; a header without a value is left out of kafka.headers.
+func TestDecodeEmptyIsNotNull(t *testing.T) {
+	d := newTestDecoder(t, SchemaConfig{Columns: []ColumnConfig{
+		{Name: "key", Type: sink.String, Source: "kafka.key"},
+		{Name: "key_bytes", Type: sink.Bytes, Source: "kafka.key"},
+		{Name: "h", Type: sink.String, Source: "kafka.header.h"},
+		{Name: "headers", Type: sink.StringMap, Source: "kafka.headers"},
+		{Name: "s", Type: sink.String},
+		{Name: "b", Type: sink.Bytes, Source: "s"},
+	}})
+	empty := []byte{}
+	for _, tc := range []struct {
+		msg  kafka.Message
+		want sink.Row
+	}{
+		{kafka.Message{Key: empty, Value: []byte(`{"s": ""}`), Headers: []kafka.Header{{Key: "h", Value: empty}, {Key: "n"}}},
+			sink.Row{"", []byte{}, "", map[string]string{"h": ""}, "", []byte{}}},
+		{kafka.Message{Value: []byte(`{"s": null}`), Headers: []kafka.Header{{Key: "h"}}},
+			sink.Row{nil, nil, nil, map[string]string{}, nil, nil}},
+	} {
+		row, _, err := d.Decode(&tc.msg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range row {
+			if !reflect.DeepEqual(row[i], tc.want[i]) {
+				t.Errorf("%s: got %#v, want %#v", d.Schema().Fields[i].Name, row[i], tc.want[i])
+			}
+		}
+	}
+}
+
+// TestDecodeStringsAreUTF8: every string a row holds is valid UTF-8, each
+// invalid byte replaced by U+FFFD, wherever it came from; bytes keep bytes.
+func TestDecodeStringsAreUTF8(t *testing.T) {
+	d := newTestDecoder(t, SchemaConfig{Columns: []ColumnConfig{
+		{Name: "s", Type: sink.String},
+		{Name: "obj_as_string", Type: sink.String, Source: "o"},
+		{Name: "doc", Type: sink.JSON, Source: "o"},
+		{Name: "m", Type: sink.StringMap},
+		{Name: "key", Type: sink.String, Source: "kafka.key"},
+		{Name: "key_json", Type: sink.JSON, Source: "kafka.key"},
+		{Name: "key_bytes", Type: sink.Bytes, Source: "kafka.key"},
+		{Name: "h", Type: sink.String, Source: "kafka.header.h"},
+		{Name: "headers", Type: sink.StringMap, Source: "kafka.headers"},
+		{Name: "upper", Type: sink.String, Expr: "kafka.key.upperAscii()"},
+	}})
+	msg := &kafka.Message{
+		Key:     []byte("\"k\xff\""),
+		Value:   []byte("{\"s\": \"a\xffb\xc3\", \"o\": {\"x\": \"\xfe\"}, \"m\": {\"k\xff\": \"v\xed\xa0\x80\", \"n\": [\"\xc0\"]}}"),
+		Headers: []kafka.Header{{Key: "h\xff", Value: []byte("\xff")}, {Key: "h", Value: []byte("\xe2\x82")}},
+	}
+	row, _, err := d.Decode(msg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sink.Row{
+		"a\uFFFDb\uFFFD", "{\"x\": \"\uFFFD\"}", "{\"x\": \"\uFFFD\"}",
+		map[string]string{"k\uFFFD": "v\uFFFD\uFFFD\uFFFD", "n": "[\"\uFFFD\"]"},
+		"\"k\uFFFD\"", "\"k\uFFFD\"", []byte("\"k\xff\""), "\uFFFD\uFFFD",
+		map[string]string{"h\uFFFD": "\uFFFD", "h": "\uFFFD\uFFFD"},
+		"\"K\uFFFD\"",
+	}
+	for i := range row {
+		if !reflect.DeepEqual(row[i], want[i]) {
+			t.Errorf("%s: got %#v, want %#v", d.Schema().Fields[i].Name, row[i], want[i])
+		}
+	}
+}
