@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"reflect"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/segmentio/kafka-go"
 
@@ -115,6 +117,33 @@ func TestDecodeStringsAreUTF8(t *testing.T) {
 	for i := range row {
 		if !reflect.DeepEqual(row[i], want[i]) {
 			t.Errorf("%s: got %#v, want %#v", d.Schema().Fields[i].Name, row[i], want[i])
+		}
+	}
+}
+
+// TestDecodeReasons: a tombstone has its own reason, and reasons name
+// characters, not their bytes, and are valid UTF-8 however they are cut.
+func TestDecodeReasons(t *testing.T) {
+	jsonDec := newTestDecoder(t, SchemaConfig{Columns: []ColumnConfig{{Name: "n", Type: sink.Int64}}})
+	textDec := newTestDecoder(t, SchemaConfig{Format: "text", Columns: []ColumnConfig{{Name: "line", Type: sink.String, Required: true}}})
+	long := strings.Repeat("a", 61) + "éé" + strings.Repeat("b", 10)
+	for _, tc := range []struct {
+		d     *Decoder
+		value []byte
+		want  string
+	}{
+		{jsonDec, nil, "the value is null (a tombstone)"},
+		{textDec, nil, "the value is null (a tombstone)"},
+		{jsonDec, []byte{}, "the value is empty, not a JSON object"},
+		{jsonDec, []byte(`{"n": ï}`), `the value is not JSON: expected a value, found 'ï' at byte 6`},
+		{jsonDec, []byte(`{"n": 世界}`), `expected a value, found '世' at byte 6`},
+		{jsonDec, []byte("{\"n\": \xff}"), `expected a value, found byte 0xff at byte 6`},
+		{jsonDec, []byte(`{"n": "` + long + `"}`), `column "n": "` + strings.Repeat("a", 61) + `é… is not an int64`},
+		{jsonDec, []byte("{\"n\": [\"\xff\", \"ï\"]}"), "column \"n\": [\"\uFFFD\", \"ï\"] is not an int64"},
+	} {
+		_, _, err := tc.d.Decode(&kafka.Message{Value: tc.value}, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !utf8.ValidString(err.Error()) {
+			t.Errorf("%q: got %v, want %q", tc.value, err, tc.want)
 		}
 	}
 }

@@ -3,12 +3,14 @@ package decode
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/logstore/logstore/internal/confkey"
@@ -280,6 +282,9 @@ func (d *Decoder) Decode(msg *record.Record, dst sink.Row) (row sink.Row, keep b
 
 func (d *Decoder) scan(value []byte, st *decodeState) error {
 	clear(st.spans)
+	if value == nil {
+		return errTombstone
+	}
 	if len(value) == 0 {
 		return fmt.Errorf("the value is empty, not a JSON object")
 	}
@@ -299,6 +304,10 @@ func (d *Decoder) scan(value []byte, st *decodeState) error {
 	}
 	return nil
 }
+
+// errTombstone is the reason of a record without a value: Kafka's delete
+// marker on a compacted topic, not a log line.
+var errTombstone = errors.New("the value is null (a tombstone)")
 
 // fieldValue is a value on its way to a column: the JSON text of a value
 // from the record, or the bytes of a Kafka field (raw nil).
@@ -393,6 +402,9 @@ func (c *column) kafkaTime(t time.Time) (any, error) {
 func (c *column) missing() (any, error) {
 	if c.def != nil {
 		return c.def, nil
+	}
+	if c.required && c.src == srcValue {
+		return nil, errTombstone
 	}
 	if c.required {
 		if c.src == srcExpr {
@@ -578,19 +590,28 @@ func (c *column) outOfRange(what string) error {
 		sink.MinTime.Format(time.RFC3339), sink.MaxTime.Format(time.RFC3339Nano))
 }
 
-// show quotes a value for a message, cut short.
+// show quotes a value for a message, cut short at a character boundary:
+// JSON text as it is (invalid UTF-8 repaired), a string quoted with Go's
+// escapes.
 func (c *column) show(v fieldValue) string {
-	const max = 64
-	var s string
 	if v.raw != nil {
-		s = string(v.raw)
-	} else {
-		s = strconv.Quote(string(v.text))
+		return sink.ValidText(cutText(v.raw))
 	}
-	if len(s) > max {
-		s = s[:max] + "…"
+	return strconv.Quote(cutText(v.text))
+}
+
+// cutText is b, or its first 64 bytes or so, cut between characters, and
+// an ellipsis.
+func cutText(b []byte) string {
+	const max = 64
+	if len(b) <= max {
+		return string(b)
 	}
-	return s
+	n := max
+	for n > max-utf8.UTFMax && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return string(b[:n]) + "…"
 }
 
 // defaultValue converts a config default to the column type, the way a

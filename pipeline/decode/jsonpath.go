@@ -207,7 +207,11 @@ func (s *jsonScanner) fail(msg string) error {
 	if s.pos >= len(s.buf) {
 		return &JSONSyntaxError{Offset: s.pos, Msg: "unexpected end of input"}
 	}
-	return &JSONSyntaxError{Offset: s.pos, Msg: fmt.Sprintf("%s, found %q", msg, s.buf[s.pos])}
+	found := fmt.Sprintf("byte 0x%02x", s.buf[s.pos])
+	if r, size := utf8.DecodeRune(s.buf[s.pos:]); r != utf8.RuneError || size > 1 {
+		found = strconv.QuoteRune(r)
+	}
+	return &JSONSyntaxError{Offset: s.pos, Msg: fmt.Sprintf("%s, found %s", msg, found)}
 }
 
 // scan walks one document; spans must have one entry per slot, zeroed.
