@@ -23,18 +23,12 @@ import (
 // types, derives the expr columns and applies the where filter. It is safe
 // for concurrent use.
 //
-// Conversions are lenient where logs commonly disagree with their schema:
-//   - int and float columns take numbers and numeric strings ("200");
-//     an int column takes 2e3 or 200.0 but not 200.5;
-//   - bool columns take true/false and the strings strconv.ParseBool knows;
-//   - string columns take a number, boolean, object or array as its JSON text;
-//   - bytes columns take a string's UTF-8 bytes (not base64);
-//   - epoch time formats take numbers and numeric strings, with a fraction;
-//   - map<string,string> values that are not strings are kept as JSON text,
-//     null values are left out;
-//   - a JSON null is the same as a missing field.
-//
-// Invalid UTF-8 in strings becomes U+FFFD, as with encoding/json.
+// Conversions follow one rule per type, written down in the schema section
+// of configs/reference.yaml: a value converts exactly (integers and epoch
+// times from their digits, never through float64) or the record is a dead
+// letter naming the column and the value. A JSON null is a missing field;
+// "" is a value. Every string a row holds is valid UTF-8: invalid bytes
+// become U+FFFD, one per byte, as with encoding/json.
 type Decoder struct {
 	schema sink.Schema
 	text   bool // format: text
@@ -452,6 +446,15 @@ func (c *column) convert(v fieldValue, st *decodeState) (any, error) {
 		bits := 64
 		if c.typ == sink.Float32 {
 			bits = 32
+		}
+		// A decimal number, or the spellings of NaN and the infinities that
+		// JSON writers use (ours among them); not Go's hex floats, '+' or '_'.
+		switch string(b) {
+		case "NaN", "Infinity", "-Infinity":
+		default:
+			if _, ok := parseDecimal(b); !ok {
+				return nil, c.notA(v)
+			}
 		}
 		f, err := strconv.ParseFloat(string(b), bits)
 		if err != nil {

@@ -78,6 +78,13 @@ func TestDecodeTypes(t *testing.T) {
 		{"float64 word", ColumnConfig{Type: sink.Float64}, `"fast"`, nil, `column "v": "fast" is not a float64`},
 		{"float32", ColumnConfig{Type: sink.Float32}, `0.5`, float32(0.5), ""},
 		{"float32 overflow", ColumnConfig{Type: sink.Float32}, `1e39`, nil, `is not a float32`},
+		{"float64 Infinity string", ColumnConfig{Type: sink.Float64}, `"-Infinity"`, math.Inf(-1), ""},
+		{"float64 hex", ColumnConfig{Type: sink.Float64}, `"0x1p3"`, nil, `"0x1p3" is not a float64`},
+		{"float64 plus", ColumnConfig{Type: sink.Float64}, `"+1.5"`, nil, `is not a float64`},
+		{"float64 underscore", ColumnConfig{Type: sink.Float64}, `"1_000"`, nil, `is not a float64`},
+		{"float64 inf word", ColumnConfig{Type: sink.Float64}, `"inf"`, nil, `is not a float64`},
+		{"float64 overflow", ColumnConfig{Type: sink.Float64}, `1e309`, nil, `is not a float64`},
+		{"float64 nearest", ColumnConfig{Type: sink.Float64}, `9007199254740993`, 9007199254740992.0, ""},
 
 		{"bool true", ColumnConfig{Type: sink.Bool}, `true`, true, ""},
 		{"bool false", ColumnConfig{Type: sink.Bool}, `false`, false, ""},
@@ -426,6 +433,15 @@ func FuzzDecodeJSON(f *testing.F) {
 			t.Fatalf("string %q, encoding/json %q", row[0], s)
 		}
 	})
+}
+
+// TestDecodeFloatNaN: "NaN", the spelling JSON writers use, is NaN.
+func TestDecodeFloatNaN(t *testing.T) {
+	d := newTestDecoder(t, SchemaConfig{Columns: []ColumnConfig{{Name: "v", Type: sink.Float64}}})
+	row, _, err := d.Decode(&kafka.Message{Value: []byte(`{"v": "NaN"}`)}, nil)
+	if f, ok := row[0].(float64); err != nil || !ok || !math.IsNaN(f) {
+		t.Fatalf("got %#v, %v; want NaN", row[0], err)
+	}
 }
 
 // TestDecodeKafkaTimestampOutOfRange: a record timestamp past year 9999 is
