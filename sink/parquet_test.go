@@ -2,7 +2,6 @@ package sink
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"math"
 	"reflect"
@@ -78,86 +77,11 @@ func decodeParquet(t testing.TB, s *Schema, data []byte) (*parquet.File, []Row) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, cols, err := parquetColumns(s, false)
+	rows, err := ReadParquet(bytes.NewReader(data), int64(len(data)), s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []Row
-	for _, rg := range f.RowGroups() {
-		rows := rg.Rows()
-		buf := make([]parquet.Row, 16)
-		for {
-			n, err := rows.ReadRows(buf)
-			for _, pr := range buf[:n] {
-				out = append(out, decodeRow(t, cols, pr))
-			}
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		rows.Close()
-	}
-	return f, out
-}
-
-func decodeRow(t testing.TB, cols []parquetColumn, pr parquet.Row) Row {
-	byCol := map[int][]parquet.Value{}
-	for _, v := range pr {
-		byCol[v.Column()] = append(byCol[v.Column()], v)
-	}
-	r := make(Row, len(cols))
-	for i, c := range cols {
-		vs := byCol[c.leaf]
-		if c.field.Type == StringMap {
-			vals := byCol[c.leaf+1]
-			if vs[0].IsNull() {
-				if vs[0].DefinitionLevel() == 0 && c.optional {
-					r[i] = nil
-				} else {
-					r[i] = map[string]string{}
-				}
-				continue
-			}
-			m := map[string]string{}
-			for j := range vs {
-				m[string(vs[j].ByteArray())] = string(vals[j].ByteArray())
-			}
-			r[i] = m
-			continue
-		}
-		v := vs[0]
-		if v.IsNull() {
-			continue
-		}
-		switch c.field.Type {
-		case String, JSON:
-			r[i] = string(v.ByteArray())
-		case Int32:
-			r[i] = v.Int32()
-		case Int64:
-			r[i] = v.Int64()
-		case Float32:
-			r[i] = v.Float()
-		case Float64:
-			r[i] = v.Double()
-		case Bool:
-			r[i] = v.Boolean()
-		case Timestamp:
-			if c.micros {
-				r[i] = time.UnixMicro(v.Int64()).UTC()
-			} else {
-				r[i] = time.UnixMilli(v.Int64()).UTC()
-			}
-		case Date:
-			r[i] = time.Unix(int64(v.Int32())*86400, 0).UTC()
-		case Bytes:
-			r[i] = append([]byte{}, v.ByteArray()...)
-		}
-	}
-	return r
+	return f, rows
 }
 
 // expected is what a row reads back as: timestamps at their unit.
