@@ -117,8 +117,11 @@ func checkAgainstJSON(t *testing.T, obj map[string]any, row sink.Row, key []byte
 	}
 	// An int column takes a number exactly when it is an integer in range.
 	r, ok := new(big.Rat).SetString(string(n))
-	if !ok {
-		t.Fatalf("math/big cannot read %q", n)
+	if !ok { // an exponent past math/big's limit: no int64 but zero
+		if d, _ := parseDecimal([]byte(n)); (row[1] != nil) != d.zero() {
+			t.Fatalf("int64 of %s: got %#v", n, row[1])
+		}
+		return
 	}
 	exact := r.IsInt() && r.Num().IsInt64()
 	if got, isInt := row[1].(int64); isInt != exact || exact && got != r.Num().Int64() {
@@ -173,7 +176,9 @@ func checkRoundTrip(t *testing.T, s *sink.Schema, row sink.Row) {
 // FuzzParseConfig: no config text panics the loader, and one it accepts
 // is valid and builds a decoder.
 func FuzzParseConfig(f *testing.F) {
-	for _, p := range []string{"../configs/reference.yaml", "../configs/local.yaml", "../configs/emr-eks.yaml", "reference-schema.yaml"} {
+	// Small seeds: the fuzzer minimizes every new input, and a 20 KB one
+	// (configs/reference.yaml, loaded by its own test) takes it minutes.
+	for _, p := range []string{"../configs/local.yaml", "../configs/emr-eks.yaml"} {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
 		}
@@ -295,7 +300,12 @@ func FuzzParseEpoch(f *testing.F) {
 		}
 		r, okBig := new(big.Rat).SetString(s)
 		if !okBig {
-			t.Fatalf("math/big cannot read %q", s)
+			// math/big refuses exponents past its own limit (1e10000000);
+			// only a zero with such an exponent is a time.
+			if d, _ := parseDecimal([]byte(s)); ok != d.zero() {
+				t.Fatalf("%q: read %v %v", s, got, ok)
+			}
+			return
 		}
 		ns := new(big.Rat).Mul(r, new(big.Rat).SetInt64(int64(math.Pow10(epochScale[k].fracDigits))))
 		whole := new(big.Int).Quo(ns.Num(), ns.Denom()) // toward zero, as documented

@@ -561,7 +561,7 @@ func (r *PartitionReader) records(res *fetchedPartition) (msgs []record.Record, 
 	}
 	batches := scanBatches(res.records[4:])
 	var set protocol.RecordSet
-	if _, err := set.ReadFrom(bytes.NewBuffer(res.records)); err != nil && !errors.Is(err, io.EOF) {
+	if err := readRecordSet(&set, res.records); err != nil && !errors.Is(err, io.EOF) {
 		return nil, next, fmt.Errorf("%s/%d: decode records at offset %d: %w", r.cfg.Topic, r.cfg.Partition, r.offset, err)
 	}
 	var decoded []protocol.RecordReader
@@ -655,6 +655,19 @@ func (r *PartitionReader) appendRecords(msgs []record.Record, rr protocol.Record
 			Time:      rec.Time,
 		})
 	}
+}
+
+// readRecordSet decodes a fetched record set. kafka-go's decoder panics on
+// some malformed sets (a v0/v1 message whose size runs past the set); a
+// broken response must be an error the reader retries, not a crash.
+func readRecordSet(set *protocol.RecordSet, b []byte) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: malformed record set: %v", errBadResponse, p)
+		}
+	}()
+	_, err = set.ReadFrom(bytes.NewBuffer(b))
+	return err
 }
 
 // slab hands out the keys and values of one fetch from a few large
