@@ -300,9 +300,12 @@ func FuzzParseEpoch(f *testing.F) {
 		}
 		r, okBig := new(big.Rat).SetString(s)
 		if !okBig {
-			// math/big refuses exponents past its own limit (1e10000000);
-			// only a zero with such an exponent is a time.
-			if d, _ := parseDecimal([]byte(s)); ok != d.zero() {
+			// math/big refuses exponents past its own limit: 1e10000000
+			// is no time (unless it is zero), 1e-2000000 is 1970 (what
+			// lies below a nanosecond is dropped).
+			d, _ := parseDecimal([]byte(s))
+			want := d.zero() || d.scale < 0
+			if ok != want || ok && !got.Equal(time.Unix(0, 0)) {
 				t.Fatalf("%q: read %v %v", s, got, ok)
 			}
 			return
