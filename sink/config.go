@@ -202,7 +202,7 @@ func (s *S3Config) setDefaults() {
 	if s.Preflight == nil {
 		s.Preflight = ptr(true)
 	}
-	setDefault(&s.PreflightTimeout, 5*time.Minute)
+	confkey.Default(&s.PreflightTimeout, 5*time.Minute)
 }
 
 func (k *KafkaOutputConfig) setDefaults() {
@@ -331,7 +331,7 @@ func (s *S3Config) validate() error {
 		return confkey.Errorf("files.s3.secret_access_key", "set access_key_id and secret_access_key together (e.g. secret_access_key: ${file:/run/secrets/s3-secret-key}), or neither to use the AWS SDK's credential chain")
 	}
 	if s.PreflightTimeout < 0 {
-		return keyErr("files.s3.preflight_timeout", "%s is negative", s.PreflightTimeout)
+		return confkey.Errorf("files.s3.preflight_timeout", "%s is negative", s.PreflightTimeout)
 	}
 	return nil
 }

@@ -10,7 +10,7 @@ import (
 // valid UTF-8.
 func TestDeadLettersKeepEmptyApartFromNull(t *testing.T) {
 	ts := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
-	b := NewDeadLetterBatch("logs", 3, 10, 11, []DeadLetter{
+	b := NewDeadLetterBatch("logs", 3, 10, 11, []DeadLetterRow{
 		{Reason: "the value is empty", Source: Source{Offset: 10, Key: []byte{}, Value: []byte{}, Timestamp: ts}},
 		{Reason: "a tombstone \xff", Source: Source{Offset: 11}},
 	})

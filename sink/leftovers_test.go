@@ -63,7 +63,7 @@ func TestStartRemovesLeftovers(t *testing.T) {
 	}
 	cfg := &Config{Files: &FilesConfig{URL: "file://" + out, SpoolDir: spool}}
 	cfg.SetDefaults()
-	if _, err := NewFiles(t.Context(), cfg.Files); err != nil {
+	if _, err := newFiles(t.Context(), cfg.Files); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range gone {
@@ -82,7 +82,7 @@ func TestStartRemovesLeftovers(t *testing.T) {
 // concurrent start leaves it alone.
 func TestFileStoreLocksWhileWriting(t *testing.T) {
 	dir := t.TempDir()
-	s := NewFileStore(dir, false)
+	s := newFileStore(dir, false)
 	var tmp string
 	body := readerAtFunc(func(p []byte, off int64) (int, error) {
 		if tmp == "" {

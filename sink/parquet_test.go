@@ -77,7 +77,7 @@ func decodeParquet(t testing.TB, s *Schema, data []byte) (*parquet.File, []Row) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := ReadParquet(bytes.NewReader(data), int64(len(data)), s)
+	rows, err := readParquet(bytes.NewReader(data), int64(len(data)), s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func TestParquetRefusesOutOfRangeTime(t *testing.T) {
 		{Row{nil, time.Date(0, 12, 31, 0, 0, 0, 0, time.UTC)}, `column "d" (date): 0000-12-31T00:00:00Z is outside 0001-01-01..9999-12-31`},
 		{Row{MaxTime.Add(time.Nanosecond), nil}, `is outside 0001-01-01..9999-12-31`},
 	} {
-		w, err := NewParquetWriter(io.Discard, s, testParquetConfig())
+		w, err := newParquetWriter(io.Discard, s, testParquetConfig())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -438,7 +438,7 @@ func FuzzDecodeJSON(f *testing.F) {
 // TestDecodeFloatNaN: "NaN", the spelling JSON writers use, is NaN.
 func TestDecodeFloatNaN(t *testing.T) {
 	d := newTestDecoder(t, SchemaConfig{Columns: []ColumnConfig{{Name: "v", Type: sink.Float64}}})
-	row, _, err := d.Decode(&kafka.Message{Value: []byte(`{"v": "NaN"}`)}, nil)
+	row, _, err := d.Decode(&record.Record{Value: []byte(`{"v": "NaN"}`)}, nil)
 	if f, ok := row[0].(float64); err != nil || !ok || !math.IsNaN(f) {
 		t.Fatalf("got %#v, %v; want NaN", row[0], err)
 	}
@@ -450,7 +450,7 @@ func TestDecodeKafkaTimestampOutOfRange(t *testing.T) {
 	d := newTestDecoder(t, SchemaConfig{Format: "text", Columns: []ColumnConfig{
 		{Name: "value", Type: sink.String}, {Name: "ts", Type: sink.Timestamp, Source: "kafka.timestamp", Unit: "us"},
 	}})
-	_, _, err := d.Decode(&kafka.Message{Value: []byte("x"), Time: time.UnixMilli(9300000000000000)}, nil)
+	_, _, err := d.Decode(&record.Record{Value: []byte("x"), Time: time.UnixMilli(9300000000000000)}, nil)
 	if want := `column "ts": the record's timestamp 9300000000000000 ms is out of the timestamp range`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("got %v, want %q", err, want)
 	}

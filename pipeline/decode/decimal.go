@@ -1,4 +1,4 @@
-package pipeline
+package decode
 
 // decimal is the text of a number read exactly: int columns and epoch
 // times are computed from its digits, never through float64, whose 53 bits

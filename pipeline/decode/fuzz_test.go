@@ -1,4 +1,4 @@
-package pipeline
+package decode
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"errors"
 	"math"
 	"math/big"
-	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -14,13 +13,14 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/logstore/logstore/internal/confkey"
+	"github.com/logstore/logstore/pipeline/record"
 
 	"github.com/logstore/logstore/sink"
 )
 
 // The fuzz targets of the decoding surfaces. Their seeds run with every
-// `go test`; `go test -fuzz FuzzX -fuzztime 30s ./pipeline` explores.
+// `go test`; `go test -fuzz FuzzX -fuzztime 30s ./pipeline/decode` explores.
 
 // fuzzSchema has a column of every type, all reading the same few fields.
 var fuzzSchema = SchemaConfig{Columns: []ColumnConfig{
@@ -54,12 +54,12 @@ func FuzzDecodeSchema(f *testing.F) {
 	}
 	f.Add([]byte(`{"s": "a"}`), []byte{})
 	f.Add([]byte(`{"s": "a"}`), []byte("\xff\xfe"))
-	d, err := NewDecoder(fuzzSchema)
+	d, err := New(fuzzSchema)
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, value, key []byte) {
-		row, _, err := d.Decode(&kafka.Message{Value: value, Key: key}, nil)
+		row, _, err := d.Decode(&record.Record{Value: value, Key: key}, nil)
 		var doc any
 		dec := json.NewDecoder(bytes.NewReader(value))
 		dec.UseNumber()
@@ -137,23 +137,9 @@ func checkAgainstJSON(t *testing.T, obj map[string]any, row sink.Row, key []byte
 // checkRoundTrip writes the row as Parquet and reads it back.
 func checkRoundTrip(t *testing.T, s *sink.Schema, row sink.Row) {
 	t.Helper()
-	var buf bytes.Buffer
-	cfg := &sink.ParquetConfig{}
-	full := &sink.Config{Files: &sink.FilesConfig{URL: "file:///x", Parquet: cfg}}
-	full.SetDefaults()
-	w, err := sink.NewParquetWriter(&buf, s, full.Files.Parquet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.WriteRow(row); err != nil {
-		t.Fatalf("the writer refused a decoded row: %v", err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	back, err := sink.ReadParquet(bytes.NewReader(buf.Bytes()), int64(buf.Len()), s)
+	back, err := sink.ParquetRoundTrip(s, []sink.Row{row})
 	if err != nil || len(back) != 1 {
-		t.Fatalf("read back %d rows: %v", len(back), err)
+		t.Fatalf("the writer refused or lost a decoded row: %d rows, %v", len(back), err)
 	}
 	for i, want := range row {
 		got := back[0][i]
@@ -171,34 +157,6 @@ func checkRoundTrip(t *testing.T, s *sink.Schema, row sink.Row) {
 			t.Fatalf("column %s: wrote %#v, read %#v", s.Fields[i].Name, want, got)
 		}
 	}
-}
-
-// FuzzParseConfig: no config text panics the loader, and one it accepts
-// is valid and builds a decoder.
-func FuzzParseConfig(f *testing.F) {
-	// Small seeds: the fuzzer minimizes every new input, and a 20 KB one
-	// (configs/reference.yaml, loaded by its own test) takes it minutes.
-	for _, p := range []string{"../configs/local.yaml", "../configs/emr-eks.yaml"} {
-		if b, err := os.ReadFile(p); err == nil {
-			f.Add(b)
-		}
-	}
-	f.Add([]byte("kafka: {brokers: [a:1], topics: [t], group: g}\nsinks: {files: {url: /tmp/x}}\n"))
-	f.Add([]byte("kafka:\n  brokers: [${NOPE}]\n"))
-	f.Add([]byte("schema:\n  columns:\n    - {name: a, type: int32, default: 2e3}\n"))
-	f.Add([]byte("\t- [}{"))
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		cfg, err := Parse("fuzz.yaml", raw)
-		if err != nil {
-			if !utf8.ValidString(err.Error()) && utf8.Valid(raw) {
-				t.Fatalf("error is not UTF-8: %q", err)
-			}
-			return
-		}
-		if _, err := NewDecoder(cfg.Schema); err != nil {
-			t.Fatalf("an accepted config has a bad schema: %v", err)
-		}
-	})
 }
 
 // FuzzCELFromConfig: whatever `where` and `expr` say, compiling either
@@ -230,16 +188,16 @@ func FuzzCELFromConfig(f *testing.F) {
 			{Columns: cols, Where: expr},
 			{Columns: append(cols[:len(cols):len(cols)], ColumnConfig{Name: "x", Type: sink.String, Expr: expr})},
 		} {
-			d, err := NewDecoder(cfg)
+			d, err := New(cfg)
 			if err != nil {
-				var ke *KeyError
+				var ke *confkey.Error
 				if !errors.As(err, &ke) {
 					t.Fatalf("compile error %T is not a config error: %v", err, err)
 				}
 				continue
 			}
 			for _, rec := range records {
-				row, keep, err := d.Decode(&kafka.Message{Value: rec, Key: []byte("k\xff")}, nil)
+				row, keep, err := d.Decode(&record.Record{Value: rec, Key: []byte("k\xff")}, nil)
 				if err != nil || !keep {
 					continue
 				}

@@ -1,4 +1,4 @@
-package pipeline
+package decode
 
 import (
 	"reflect"
@@ -6,49 +6,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/segmentio/kafka-go"
-
+	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
-
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-// TestReaderKeepsEmptyApartFromNull: an empty key, value or header value is
-// an empty slice, a missing one nil, also as the first record of a fetch
-// (the first copy into a fresh slab).
-func TestReaderKeepsEmptyApartFromNull(t *testing.T) {
-	c := newFake(t, kfake.SeedTopics(1, testTopic))
-	empty := []byte{}
-	recs := []*kgo.Record{
-		{Key: empty, Value: empty, Headers: []kgo.RecordHeader{{Key: "e", Value: empty}, {Key: "n"}}},
-		{Key: nil, Value: nil},
-		{Key: empty, Value: []byte("v")},
-		{Key: []byte("k"), Value: empty},
-	}
-	for _, rec := range recs {
-		produce(t, c.ListenAddrs(), nil, rec) // one batch, so one fetch, each
-	}
-	for start := range int64(len(recs)) {
-		r := testReader(t, c.ListenAddrs(), ReaderConfig{})
-		r.SetOffset(start)
-		msgs := readTo(t, r, int64(len(recs)))
-		for i, m := range msgs {
-			want := recs[int(start)+i]
-			if (m.Key == nil) != (want.Key == nil) || string(m.Key) != string(want.Key) {
-				t.Errorf("from %d, record %d: key %#v, want %#v", start, m.Offset, m.Key, want.Key)
-			}
-			if (m.Value == nil) != (want.Value == nil) || string(m.Value) != string(want.Value) {
-				t.Errorf("from %d, record %d: value %#v, want %#v", start, m.Offset, m.Value, want.Value)
-			}
-			for j, h := range want.Headers {
-				if got := m.Headers[j]; got.Key != h.Key || (got.Value == nil) != (h.Value == nil) {
-					t.Errorf("from %d, record %d: header %q value %#v, want %#v", start, m.Offset, h.Key, got.Value, h.Value)
-				}
-			}
-		}
-	}
-}
 
 // TestDecodeEmptyIsNotNull: an empty key, header or string is "", a
 // missing one null; a header without a value is left out of kafka.headers.
@@ -63,12 +23,12 @@ func TestDecodeEmptyIsNotNull(t *testing.T) {
 	}})
 	empty := []byte{}
 	for _, tc := range []struct {
-		msg  kafka.Message
+		msg  record.Record
 		want sink.Row
 	}{
-		{kafka.Message{Key: empty, Value: []byte(`{"s": ""}`), Headers: []kafka.Header{{Key: "h", Value: empty}, {Key: "n"}}},
+		{record.Record{Key: empty, Value: []byte(`{"s": ""}`), Headers: []record.Header{{Key: "h", Value: empty}, {Key: "n"}}},
 			sink.Row{"", []byte{}, "", map[string]string{"h": ""}, "", []byte{}}},
-		{kafka.Message{Value: []byte(`{"s": null}`), Headers: []kafka.Header{{Key: "h"}}},
+		{record.Record{Value: []byte(`{"s": null}`), Headers: []record.Header{{Key: "h"}}},
 			sink.Row{nil, nil, nil, map[string]string{}, nil, nil}},
 	} {
 		row, _, err := d.Decode(&tc.msg, nil)
@@ -98,10 +58,10 @@ func TestDecodeStringsAreUTF8(t *testing.T) {
 		{Name: "headers", Type: sink.StringMap, Source: "kafka.headers"},
 		{Name: "upper", Type: sink.String, Expr: "kafka.key.upperAscii()"},
 	}})
-	msg := &kafka.Message{
+	msg := &record.Record{
 		Key:     []byte("\"k\xff\""),
 		Value:   []byte("{\"s\": \"a\xffb\xc3\", \"o\": {\"x\": \"\xfe\"}, \"m\": {\"k\xff\": \"v\xed\xa0\x80\", \"n\": [\"\xc0\"]}}"),
-		Headers: []kafka.Header{{Key: "h\xff", Value: []byte("\xff")}, {Key: "h", Value: []byte("\xe2\x82")}},
+		Headers: []record.Header{{Key: "h\xff", Value: []byte("\xff")}, {Key: "h", Value: []byte("\xe2\x82")}},
 	}
 	row, _, err := d.Decode(msg, nil)
 	if err != nil {
@@ -141,7 +101,7 @@ func TestDecodeReasons(t *testing.T) {
 		{jsonDec, []byte(`{"n": "` + long + `"}`), `column "n": "` + strings.Repeat("a", 61) + `é… is not an int64`},
 		{jsonDec, []byte("{\"n\": [\"\xff\", \"ï\"]}"), "column \"n\": [\"\uFFFD\", \"ï\"] is not an int64"},
 	} {
-		_, _, err := tc.d.Decode(&kafka.Message{Value: tc.value}, nil)
+		_, _, err := tc.d.Decode(&record.Record{Value: tc.value}, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !utf8.ValidString(err.Error()) {
 			t.Errorf("%q: got %v, want %q", tc.value, err, tc.want)
 		}
