@@ -225,11 +225,11 @@ func (j *Job) runGroup(ctx context.Context, mode Mode) error {
 		gen, err := group.Next(ctx)
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
-				return nil
+				return stoppedEarly(mode)
 			}
 			j.log.Warn("joining the group failed; retrying", "err", err)
 			if !clock.Sleep(ctx, time.Second) {
-				return nil
+				return stoppedEarly(mode)
 			}
 			continue
 		}
@@ -263,11 +263,14 @@ func (j *Job) runGroup(ctx context.Context, mode Mode) error {
 			// move): rejoin and start again from the commits.
 			j.log.Warn("generation ended with an error; rejoining the group", "err", r.err)
 			if !clock.Sleep(ctx, time.Second) {
-				return nil
+				return stoppedEarly(mode)
 			}
 		}
-		if ctx.Err() != nil || (mode.UntilNow && r.reached) {
+		if mode.UntilNow && r.reached {
 			return nil
+		}
+		if ctx.Err() != nil {
+			return stoppedEarly(mode)
 		}
 	}
 }
@@ -417,8 +420,26 @@ func (j *Job) runReplay(ctx context.Context, mode Mode) error {
 			return err
 		}
 	}
-	_, err = j.runPartitions(ctx, context.Background(), parts, noCommit{}, targets, mode)
+	reached, err := j.runPartitions(ctx, context.Background(), parts, noCommit{}, targets, mode)
+	if err == nil && !reached {
+		return stoppedEarly(mode)
+	}
 	return err
+}
+
+// ErrStoppedEarly is the end of a run with a target (--until now, a
+// replay) that was stopped (SIGTERM) before every partition reached it.
+// What was done is committed; running it again continues. The CLI exits
+// with its own code, so a scheduler can tell it from success.
+var ErrStoppedEarly = errors.New("stopped before reaching the end offsets; what was written is committed, run again to continue")
+
+// stoppedEarly is how a run that was stopped ends: ErrStoppedEarly when
+// the mode has a target, else a clean stop.
+func stoppedEarly(mode Mode) error {
+	if mode.UntilNow || mode.replay() {
+		return ErrStoppedEarly
+	}
+	return nil
 }
 
 func (j *Job) newWorker(topic string, partition int, commit committer, target int64, prefix string) *worker {

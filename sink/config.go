@@ -95,6 +95,10 @@ type S3Config struct {
 	// secret is redacted wherever the config is printed or logged.
 	AccessKeyID     string        `yaml:"access_key_id"`
 	SecretAccessKey secret.Secret `yaml:"secret_access_key"`
+	// PreflightTimeout is how long the preflight check rides out an S3
+	// that does not answer (connection errors, 5xx, throttling) before the
+	// start fails; a missing bucket or bad credentials fail at once.
+	PreflightTimeout time.Duration `yaml:"preflight_timeout"`
 }
 
 // FileConfig is `sinks.files.file`, for file:// URLs.
@@ -198,6 +202,7 @@ func (s *S3Config) setDefaults() {
 	if s.Preflight == nil {
 		s.Preflight = ptr(true)
 	}
+	confkey.Default(&s.PreflightTimeout, 5*time.Minute)
 }
 
 func (k *KafkaOutputConfig) setDefaults() {
@@ -324,6 +329,9 @@ func (s *S3Config) validate() error {
 	}
 	if (s.AccessKeyID == "") != (s.SecretAccessKey == "") {
 		return confkey.Errorf("files.s3.secret_access_key", "set access_key_id and secret_access_key together (e.g. secret_access_key: ${file:/run/secrets/s3-secret-key}), or neither to use the AWS SDK's credential chain")
+	}
+	if s.PreflightTimeout < 0 {
+		return confkey.Errorf("files.s3.preflight_timeout", "%s is negative", s.PreflightTimeout)
 	}
 	return nil
 }

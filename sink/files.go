@@ -58,6 +58,9 @@ func newFiles(ctx context.Context, cfg *FilesConfig) (*Files, error) {
 			return nil, err
 		}
 	}
+	if fs, ok := store.(*FileStore); ok {
+		fs.RemoveLeftovers()
+	}
 	return f, nil
 }
 

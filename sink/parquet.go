@@ -266,7 +266,7 @@ func (pw *ParquetWriter) appendValue(row parquet.Row, c parquetColumn, v any) (p
 	var val parquet.Value
 	switch x := v.(type) {
 	case string:
-		val = parquet.ByteArrayValue(stringBytes(x))
+		val = parquet.ByteArrayValue(stringBytes(ValidText(x)))
 	case int32:
 		val = parquet.Int32Value(x)
 	case int64:
@@ -280,6 +280,9 @@ func (pw *ParquetWriter) appendValue(row parquet.Row, c parquetColumn, v any) (p
 	case []byte:
 		val = parquet.ByteArrayValue(x)
 	case time.Time:
+		if !TimeInRange(x) {
+			return row, fmt.Errorf("%s is outside %s..%s", x.Format(time.RFC3339Nano), MinTime.Format(time.DateOnly), MaxTime.Format(time.DateOnly))
+		}
 		switch {
 		case c.field.Type == Date:
 			val = parquet.Int32Value(int32(epochDay(x)))
@@ -302,6 +305,7 @@ func (pw *ParquetWriter) appendMap(row parquet.Row, c parquetColumn, def int, m 
 			parquet.NullValue().Level(0, def, c.leaf),
 			parquet.NullValue().Level(0, def, c.leaf+1))
 	}
+	m = ValidMap(m)
 	keys := pw.keys[:0]
 	for k := range m {
 		keys = append(keys, k)

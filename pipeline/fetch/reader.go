@@ -561,7 +561,7 @@ func (r *PartitionReader) records(res *fetchedPartition) (msgs []record.Record, 
 	}
 	batches := scanBatches(res.records[4:])
 	var set protocol.RecordSet
-	if _, err := set.ReadFrom(bytes.NewBuffer(res.records)); err != nil && !errors.Is(err, io.EOF) {
+	if err := readRecordSet(&set, res.records); err != nil && !errors.Is(err, io.EOF) {
 		return nil, next, fmt.Errorf("%s/%d: decode records at offset %d: %w", r.cfg.Topic, r.cfg.Partition, r.offset, err)
 	}
 	var decoded []protocol.RecordReader
@@ -657,6 +657,19 @@ func (r *PartitionReader) appendRecords(msgs []record.Record, rr protocol.Record
 	}
 }
 
+// readRecordSet decodes a fetched record set. kafka-go's decoder panics on
+// some malformed sets (a v0/v1 message whose size runs past the set); a
+// broken response must be an error the reader retries, not a crash.
+func readRecordSet(set *protocol.RecordSet, b []byte) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: malformed record set: %v", errBadResponse, p)
+		}
+	}()
+	_, err = set.ReadFrom(bytes.NewBuffer(b))
+	return err
+}
+
 // slab hands out the keys and values of one fetch from a few large
 // allocations instead of two per record.
 type slab struct {
@@ -669,6 +682,11 @@ func (s *slab) copy(b protocol.Bytes) ([]byte, error) {
 		return nil, nil
 	}
 	n := b.Len()
+	if n == 0 {
+		// Empty is not null: a zero-length slice of a slab not yet
+		// allocated would be nil.
+		return []byte{}, nil
+	}
 	if cap(s.buf)-len(s.buf) < n {
 		s.buf = make([]byte, 0, max(n, s.chunk))
 	}
