@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -303,6 +304,9 @@ type brokerConn struct {
 	clientID string
 	versions map[protocol.ApiKey]int16
 	nextID   int32
+	// reused is set once the connection carried a request after its
+	// handshake: only such a connection can have gone stale in the pool.
+	reused bool
 }
 
 func dialBroker(ctx context.Context, d *kafka.Dialer, addr string) (*brokerConn, error) {
@@ -373,6 +377,7 @@ func dialBroker(ctx context.Context, d *kafka.Dialer, addr string) (*brokerConn,
 			return nil, fmt.Errorf("SASL %s with %s: %w", d.SASLMechanism.Name(), addr, err)
 		}
 	}
+	c.reused = false // the handshake does not count
 	return c, nil
 }
 
@@ -481,6 +486,7 @@ func (c *brokerConn) within(ctx context.Context, do func() error) error {
 	stop := context.AfterFunc(ctx, func() { c.pc.SetDeadline(time.Unix(1, 0)) })
 	err := do()
 	stop()
+	c.reused = true
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
@@ -491,3 +497,22 @@ func (c *brokerConn) within(ctx context.Context, do func() error) error {
 }
 
 func (c *brokerConn) close() { c.pc.Close() }
+
+// staleConn says whether err, from a request on a connection the pool had
+// kept, may only mean that the connection outlived its broker process: a
+// broker that restarted (a rolling upgrade, MSK patching) resets every
+// connection from before, and the first request on one fails at once with
+// EOF or a reset. Such a connection is dialled again, once, before the
+// broker counts as failed. A timeout is no such sign: the broker, or the
+// path to it, is slow or gone, and a redial would only wait again.
+func staleConn(reused bool, err error) bool {
+	if !reused || err == nil {
+		return false
+	}
+	var ne net.Error
+	if errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+		return false
+	}
+	// net.ErrClosed: the reader closed it itself (Close during a fetch).
+	return !errors.Is(err, net.ErrClosed) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}

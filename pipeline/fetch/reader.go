@@ -532,10 +532,21 @@ func (r *PartitionReader) fetchFrom(ctx context.Context, broker int32, rack stri
 
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.MaxWait+requestTimeout)
 	defer cancel()
+	reused := c.reused
 	version, body, err := c.exchange(rctx, req)
 	if err != nil {
 		r.pool.drop(broker, c)
-		return nil, err
+		if ctx.Err() != nil || !staleConn(reused, err) {
+			return nil, err
+		}
+		r.log.Info("pooled connection is stale (the broker restarted?); dialling again", "broker", broker, "err", err)
+		if c, err = r.pool.conn(ctx, broker); err != nil {
+			return nil, err
+		}
+		if version, body, err = c.exchange(rctx, req); err != nil {
+			r.pool.drop(broker, c)
+			return nil, err
+		}
 	}
 	n, _ := r.pool.node(broker)
 	r.cfg.Stats.add(broker, n.Rack, r.cfg.Rack, len(body)+8)
