@@ -425,19 +425,21 @@ func (j *Job) newWorker(topic string, partition int, commit committer, target in
 	k := j.cfg.Kafka
 	log := j.log.With("topic", topic, "partition", partition)
 	reader := fetch.NewPartitionReader(fetch.ReaderConfig{
-		Brokers:        k.Brokers,
-		Dialer:         j.conn.Dialer,
-		Topic:          topic,
-		Partition:      partition,
-		Rack:           j.rack.Rack,
-		LeaderOnly:     !j.follower,
-		Isolation:      k.Isolation,
-		MinBytes:       k.Fetch.MinBytes,
-		MaxBytes:       k.Fetch.MaxBytes,
-		MaxWait:        k.Fetch.MaxWait,
-		PreferredLease: k.Fetch.PreferredReplicaLease,
-		Stats:          j.fetch,
-		Log:            j.log, // the reader names its topic and partition
+		Brokers:           k.Brokers,
+		Dialer:            j.conn.Dialer,
+		Topic:             topic,
+		Partition:         partition,
+		Rack:              j.rack.Rack,
+		LeaderOnly:        !j.follower,
+		Isolation:         k.Isolation,
+		MinBytes:          k.Fetch.MinBytes,
+		MaxBytes:          k.Fetch.MaxBytes,
+		MaxWait:           k.Fetch.MaxWait,
+		PreferredLease:    k.Fetch.PreferredReplicaLease,
+		ReplicaBackoff:    k.Fetch.ReplicaBackoff,
+		ReplicaBackoffMax: k.Fetch.ReplicaBackoffMax,
+		Stats:             j.fetch,
+		Log:               j.log, // the reader names its topic and partition
 	})
 	return &worker{
 		topic: topic, partition: partition, reader: reader, decoder: j.decoder, commit: commit,

@@ -90,9 +90,13 @@ type ReaderConfig struct {
 	MaxBytes int
 
 	// PreferredLease is how long the reader follows a preferred read
-	// replica before asking the leader again, and how long it reads from the
-	// leader alone after that replica failed. Default 5 minutes.
+	// replica before asking the leader again. Default 5 minutes.
 	PreferredLease time.Duration
+	// ReplicaBackoff is how long the reader reads from the leader alone
+	// after its preferred replica failed, before it sends its rack again;
+	// it doubles with each failure in a row up to ReplicaBackoffMax and
+	// starts over once the replica serves a fetch. Defaults 1s and 30s.
+	ReplicaBackoff, ReplicaBackoffMax time.Duration
 
 	// Stats, if set, counts every fetched byte.
 	Stats *Stats
@@ -149,10 +153,12 @@ type PartitionReader struct {
 	// replica is the preferred read replica (-1: none), followed until
 	// replicaUntil. leaderOnlyUntil is set when a replica failed: until then
 	// the reader asks the leader without its rack, so that the leader serves
-	// records itself instead of naming the replica again.
+	// records itself instead of naming the replica again. backoff spaces
+	// those waits.
 	replica         int32
 	replicaUntil    time.Time
 	leaderOnlyUntil time.Time
+	backoff         replicaBackoff
 
 	failingSince time.Time
 	attempt      int
@@ -177,6 +183,12 @@ func NewPartitionReader(cfg ReaderConfig) *PartitionReader {
 	if cfg.PreferredLease <= 0 {
 		cfg.PreferredLease = DefaultPreferredLease
 	}
+	if cfg.ReplicaBackoff <= 0 {
+		cfg.ReplicaBackoff = DefaultReplicaBackoff
+	}
+	if cfg.ReplicaBackoffMax <= 0 {
+		cfg.ReplicaBackoffMax = DefaultReplicaBackoffMax
+	}
 	log := cfg.Log
 	if log == nil {
 		log = slog.Default()
@@ -191,6 +203,7 @@ func NewPartitionReader(cfg ReaderConfig) *PartitionReader {
 		cfgErr:    err,
 		offset:    kafka.FirstOffset,
 		replica:   -1,
+		backoff:   replicaBackoff{first: cfg.ReplicaBackoff, max: cfg.ReplicaBackoffMax},
 	}
 }
 
@@ -338,6 +351,9 @@ func (r *PartitionReader) Fetch(ctx context.Context) (msgs []record.Record, high
 				return nil, 0, err
 			}
 			r.failingSince, r.attempt, r.epochMisses = time.Time{}, 0, 0
+			if broker != r.part.Leader {
+				r.backoff.served()
+			}
 			if next > r.offset {
 				r.offset = next
 			}
@@ -416,8 +432,9 @@ func (r *PartitionReader) follow(ctx context.Context, id int32) {
 	}
 	n, ok := r.pool.node(id)
 	if !ok {
-		r.log.Warn("leader named a preferred read replica missing from metadata; reading from the leader", "replica", id)
-		r.leaderOnlyUntil = time.Now().Add(r.cfg.PreferredLease)
+		wait := r.backoff.failed()
+		r.log.Warn("leader named a preferred read replica missing from metadata; reading from the leader", "replica", id, "for", wait)
+		r.leaderOnlyUntil = time.Now().Add(wait)
 		return
 	}
 	if r.replica != id {
@@ -427,11 +444,15 @@ func (r *PartitionReader) follow(ctx context.Context, id int32) {
 	r.replicaUntil = time.Now().Add(r.cfg.PreferredLease)
 }
 
-// fallBack leaves a failed replica for the leader, for one lease.
+// fallBack leaves a failed replica for the leader, for one backoff: the
+// leader keeps every partition moving while the replica is away, and is
+// asked with the rack again soon after, so the reader is local again within
+// seconds of a restarted broker catching up.
 func (r *PartitionReader) fallBack(replica int32, why error) {
-	r.log.Warn("preferred read replica failed; reading from the leader", "replica", replica, "leader", r.part.Leader, "for", r.cfg.PreferredLease, "err", why)
+	wait := r.backoff.failed()
+	r.log.Warn("preferred read replica failed; reading from the leader", "replica", replica, "leader", r.part.Leader, "for", wait, "err", why)
 	r.replica = -1
-	r.leaderOnlyUntil = time.Now().Add(r.cfg.PreferredLease)
+	r.leaderOnlyUntil = time.Now().Add(wait)
 }
 
 // retryOrGiveUp waits before the next attempt, or returns err once errors

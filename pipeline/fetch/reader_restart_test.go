@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logstore/logstore/pipeline/record"
 )
 
 // restartingDialer dials brokers for real and can make every connection
@@ -139,4 +142,66 @@ func TestReaderRedialsStaleConnection(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReaderRetriesReplicaAfterBackoff: with the default settings, a reader
+// whose preferred replica failed reads from the leader alone for 1 s, not for
+// a lease of minutes; failures in a row double the wait, and a fetch the
+// replica serves starts it over. The clock is the reader's own deadline,
+// moved forward by the test.
+func TestReaderRetriesReplicaAfterBackoff(t *testing.T) {
+	c, spy, leader, follower := rackCluster(t)
+	addrs := c.ListenAddrs()
+	r := testReader(t, addrs, ReaderConfig{Rack: "az-b"})
+	var fail atomic.Int32 // fetches at the follower still to fail
+	base := spy.answer
+	spy.setAnswer(func(node int32, req *kmsg.FetchRequest) (kmsg.Response, error, bool) {
+		if node == follower && fail.Add(-1) >= 0 {
+			return partitionAnswer(req, func(rp *kmsg.FetchResponseTopicPartition) { rp.ErrorCode = int16(kafka.ReplicaNotAvailable) }), nil, true
+		}
+		return base(node, req)
+	})
+
+	var msgs []record.Record
+	next := 0
+	read := func() []spiedFetch {
+		t.Helper()
+		spy.reset()
+		produce(t, addrs, nil, numbered(next, next+10)...)
+		next += 10
+		msgs = append(msgs, readTo(t, r, int64(next))...)
+		return spy.fetches()
+	}
+	read() // follows the follower
+	for i, step := range []struct {
+		failures int
+		want     time.Duration // the reader's wait on the leader alone; 0: none
+	}{
+		{1, time.Second},
+		{1, 2 * time.Second},
+		{1, 4 * time.Second},
+		{0, 0}, // the replica serves: the next failure waits 1 s again
+		{1, time.Second},
+	} {
+		r.leaderOnlyUntil = time.Time{} // the last wait is over
+		fail.Store(int32(step.failures))
+		got := read()
+		if len(got) == 0 || got[0] != (spiedFetch{leader, "az-b"}) && got[0] != (spiedFetch{follower, "az-b"}) {
+			t.Fatalf("step %d: fetches %v; want the rack sent again once the wait is over", i, got)
+		}
+		wait := time.Until(r.leaderOnlyUntil)
+		if step.want == 0 {
+			if wait > 0 || r.replica != follower {
+				t.Fatalf("step %d: reading from the leader for %v more (replica %d); want the follower %d", i, wait, r.replica, follower)
+			}
+			continue
+		}
+		if wait > step.want || wait < step.want-500*time.Millisecond {
+			t.Fatalf("step %d: reads from the leader alone for %v; want %v", i, wait, step.want)
+		}
+		if last := got[len(got)-1]; last != (spiedFetch{leader, ""}) {
+			t.Fatalf("step %d: fetches %v; want the last at the leader without the rack", i, got)
+		}
+	}
+	wantValues(t, msgs, valueRange(0, next)...)
 }

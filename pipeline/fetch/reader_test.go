@@ -442,7 +442,7 @@ func TestReaderWithoutRackReadsFromLeader(t *testing.T) {
 
 // TestReaderFallsBackToLeader fails the preferred replica in each way KIP-392
 // names, and checks that the reader reads on from the leader without losing
-// or repeating a record, then returns to the replica after the lease.
+// or repeating a record, then returns to the replica after the backoff.
 func TestReaderFallsBackToLeader(t *testing.T) {
 	type failure struct {
 		name  string
@@ -472,7 +472,7 @@ func TestReaderFallsBackToLeader(t *testing.T) {
 			addrs := c.ListenAddrs()
 			produce(t, addrs, nil, numbered(0, 20)...)
 			const lease = 300 * time.Millisecond
-			r := testReader(t, addrs, ReaderConfig{Rack: "az-b", PreferredLease: lease})
+			r := testReader(t, addrs, ReaderConfig{Rack: "az-b", PreferredLease: lease, ReplicaBackoff: lease})
 			msgs := readTo(t, r, 20)
 
 			// The replica fails (tc.times in a row), then works again.
