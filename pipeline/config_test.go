@@ -38,6 +38,8 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 		{"missing value points at parent", strings.Replace(minimalConfig, "  group: g\n", "", 1), 1, "kafka.group", "consumer group"},
 		{"list element", strings.Replace(minimalConfig, "[127.0.0.1:19092]", "[127.0.0.1:19092, nohost]", 1), 2, "kafka.brokers[1]", "no port"},
 		{"backoff max below backoff", strings.Replace(minimalConfig, "  group: g\n", "  group: g\n  fetch:\n    replica_backoff: 10s\n    replica_backoff_max: 5s\n", 1), 7, "kafka.fetch.replica_backoff_max", "shorter than replica_backoff"},
+		{"unknown rack mode", minimalConfig + "rack:\n  mode: half\n", 11, "rack.mode", "aware, blind"},
+		{"blind with the rack-aware balancer", minimalConfig + "rack:\n  mode: blind\n  balancer: rack-aware\n", 12, "rack.balancer", "range or round-robin"},
 		{"type mismatch", minimalConfig + "batch:\n  max_rows: many\n", 11, "", "many"},
 		{"bad duration", minimalConfig + "batch:\n  max_age: soon\n", 11, "max_age", "invalid duration"},
 		{"unset env", strings.Replace(minimalConfig, "group: g", "group: ${LOGSTORE_TEST_UNSET_VAR}", 1), 4, "LOGSTORE_TEST_UNSET_VAR", "export it"},

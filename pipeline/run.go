@@ -89,7 +89,11 @@ func NewJob(ctx context.Context, cfg *Config, deps Deps) (*Job, error) {
 	j.metrics.setRack(j.rack)
 	j.metrics.watch(j.stats, j.fetch, j.rack.Rack)
 	log.Info("rack", "rack", j.rack.Rack, "source", j.rack.Source, "candidates", j.rack.Candidates, "broker_racks", brokerRacks)
-	j.follower = followerFetching(ctx, conn, cfg.Rack.FollowerFetching, log)
+	if cfg.Rack.Mode == rack.ModeBlind {
+		log.Info("rack-blind mode: no rack in fetches, every fetch from the leader; bytes are still counted by rack", "balancer", cfg.Rack.Balancer)
+	} else {
+		j.follower = followerFetching(ctx, conn, cfg.Rack.FollowerFetching, log)
+	}
 	if err := j.openSinks(ctx, deps); err != nil {
 		j.Close()
 		return nil, err
@@ -196,7 +200,7 @@ func (j *Job) Run(ctx context.Context, mode Mode) error {
 
 func (j *Job) runGroup(ctx context.Context, mode Mode) error {
 	k := j.cfg.Kafka
-	balancer := rack.NewBalancer(j.rack.Rack, j.follower)
+	balancer := rack.NewGroupBalancer(j.cfg.Rack, j.rack.Rack, j.follower)
 	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID:                    k.Group,
 		Brokers:               k.Brokers,
@@ -240,7 +244,9 @@ func (j *Job) runGroup(ctx context.Context, mode Mode) error {
 			}
 			sort.Ints(assigned[topic])
 		}
-		balancer.SetOwned(assigned)
+		if rb, ok := balancer.(*rack.Balancer); ok {
+			rb.SetOwned(assigned) // announced at the next join, to stay in place
+		}
 		j.log.Info("generation", "id", gen.ID, "member", gen.MemberID, "partitions", assigned)
 		j.metrics.generation(gen.ID, assigned)
 		commit := &groupCommitter{client: j.conn.Client, group: k.Group, generation: int(gen.ID), member: gen.MemberID}
