@@ -156,7 +156,9 @@ func brokerRacks(ctx context.Context, conn *Clients, k InputConfig) ([]string, e
 }
 
 // followerFetching resolves `rack.follower_fetching`: auto asks a broker for
-// replica.selector.class; a broker that won't say is taken as leader-only.
+// replica.selector.class; a broker that won't say is taken as leader-only,
+// with a warning, because every partition led in another zone then reads
+// across zones.
 func followerFetching(ctx context.Context, conn *Clients, setting string, log *slog.Logger) bool {
 	switch setting {
 	case "on":
@@ -166,13 +168,26 @@ func followerFetching(ctx context.Context, conn *Clients, setting string, log *s
 	}
 	md, err := conn.Client.Metadata(ctx, &kafka.MetadataRequest{})
 	if err != nil || len(md.Brokers) == 0 {
+		log.Warn("follower fetching: no broker answered metadata to ask for replica.selector.class; reading from leaders only (set rack.follower_fetching: on to override)", "err", err)
 		return false
 	}
 	resp, err := conn.Client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
 		ResourceType: kafka.ResourceTypeBroker, ResourceName: fmt.Sprint(md.Brokers[0].ID), ConfigNames: []string{"replica.selector.class"},
 	}}})
-	if err != nil || len(resp.Resources) == 0 || resp.Resources[0].Error != nil {
-		log.Info("follower fetching: the broker's replica.selector.class is not readable; assuming leader-only (set rack.follower_fetching: on to override)")
+	if err == nil && len(resp.Resources) == 0 {
+		err = errors.New("empty DescribeConfigs answer")
+	}
+	if err == nil {
+		err = resp.Resources[0].Error
+	}
+	if errors.Is(err, kafka.ClusterAuthorizationFailed) || errors.Is(err, kafka.TopicAuthorizationFailed) {
+		log.Warn("follower fetching: not allowed to read the brokers' replica.selector.class, so reading from leaders only: every partition led in another zone is read across zones. "+
+			"Grant DescribeConfigs on the cluster (Amazon MSK with IAM: the action "+mskDescribeConfigsAction+"), "+
+			"or set rack.follower_fetching: on if the brokers set replica.selector.class", "permission", mskDescribeConfigsAction, "err", err)
+		return false
+	}
+	if err != nil {
+		log.Warn("follower fetching: the broker's replica.selector.class is not readable; reading from leaders only (set rack.follower_fetching: on to override)", "err", err)
 		return false
 	}
 	for _, e := range resp.Resources[0].ConfigEntries {
@@ -182,8 +197,13 @@ func followerFetching(ctx context.Context, conn *Clients, setting string, log *s
 			return true
 		}
 	}
+	log.Info("follower fetching off: the brokers set no replica.selector.class, so they serve leaders only")
 	return false
 }
+
+// mskDescribeConfigsAction is the IAM action Amazon MSK checks for
+// DescribeConfigs on a broker.
+const mskDescribeConfigsAction = "kafka-cluster:DescribeClusterDynamicConfiguration"
 
 // Run runs the job until ctx ends or, in UntilNow and replay modes, until
 // the end offsets are reached. ctx's end is the graceful stop: fetching stops,
