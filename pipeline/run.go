@@ -224,7 +224,7 @@ func (j *Job) runGroup(ctx context.Context, mode Mode) error {
 	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID:                    k.Group,
 		Brokers:               k.Brokers,
-		Dialer:                j.conn.Dialer,
+		Dialer:                j.conn.GroupDialer,
 		Topics:                k.Topics,
 		GroupBalancers:        []kafka.GroupBalancer{balancer},
 		HeartbeatInterval:     k.HeartbeatInterval,
