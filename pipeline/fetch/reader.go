@@ -114,9 +114,17 @@ type OffsetOutOfRangeError struct {
 	// LogStart is the earliest offset, LogEnd the high watermark (the last
 	// stable offset under read_committed).
 	LogStart, LogEnd int64
+	// Truncated says the log was cut back under the reader (an unclean
+	// leader election, KIP-320): LogEnd is then where the new leader's log
+	// parts from the records the reader read.
+	Truncated bool
 }
 
 func (e *OffsetOutOfRangeError) Error() string {
+	if e.Truncated {
+		return fmt.Sprintf("%s/%d: log truncated at %d under offset %d (an unclean leader election): the log holds [%d, %d)",
+			e.Topic, e.Partition, e.LogEnd, e.Offset, e.LogStart, e.LogEnd)
+	}
 	return fmt.Sprintf("%s/%d: offset %d is out of range: the log holds [%d, %d)",
 		e.Topic, e.Partition, e.Offset, e.LogStart, e.LogEnd)
 }
@@ -131,9 +139,10 @@ func (e *OffsetOutOfRangeError) Unwrap() error { return kafka.OffsetOutOfRange }
 //
 // Every fetch is a full one-partition request (no KIP-227 fetch session).
 // The leader epoch sent is the one Metadata v7+ reports, so brokers fence a
-// reader with stale metadata; log truncation after an unclean election is
-// not detected (no OffsetForLeaderEpoch, KIP-320): the reader sees it only
-// as OFFSET_OUT_OF_RANGE. Records are decoded by kafka-go's protocol
+// reader with stale metadata. After the leadership moves, the reader asks
+// the new leader where the epoch of its last record ends (OffsetForLeaderEpoch,
+// KIP-320), so a log truncated by an unclean election is reported even when
+// the offset is still inside the new log. Records are decoded by kafka-go's protocol
 // package, which registers the gzip, snappy, lz4 and zstd codecs.
 type PartitionReader struct {
 	cfg  ReaderConfig
@@ -163,6 +172,12 @@ type PartitionReader struct {
 	failingSince time.Time
 	attempt      int
 	warnedOld    bool
+
+	// lastEpoch is the leader epoch of the last batch read (-1: none since
+	// the offset was set); validate asks for a truncation check against the
+	// new leader after the leadership moved (KIP-320).
+	lastEpoch int32
+	validate  bool
 }
 
 // NewPartitionReader returns a reader positioned at kafka.FirstOffset. It
@@ -202,6 +217,7 @@ func NewPartitionReader(cfg ReaderConfig) *PartitionReader {
 		isolation: iso,
 		cfgErr:    err,
 		offset:    kafka.FirstOffset,
+		lastEpoch: -1,
 		replica:   -1,
 		backoff:   replicaBackoff{first: cfg.ReplicaBackoff, max: cfg.ReplicaBackoffMax},
 	}
@@ -210,7 +226,9 @@ func NewPartitionReader(cfg ReaderConfig) *PartitionReader {
 // SetOffset sets the offset of the next record Fetch returns; kafka.FirstOffset
 // and kafka.LastOffset stand for the log's start and end. (Not Seek: go vet's
 // stdmethods check wants io.Seeker's signature for that name.)
-func (r *PartitionReader) SetOffset(offset int64) { r.offset = offset }
+func (r *PartitionReader) SetOffset(offset int64) {
+	r.offset, r.lastEpoch, r.validate = offset, -1, false
+}
 
 // Offset is the offset of the next record Fetch returns.
 func (r *PartitionReader) Offset() int64 { return r.offset }
@@ -285,6 +303,9 @@ func (r *PartitionReader) refresh(ctx context.Context) error {
 	if r.part.Leader != st.Leader && r.part.Replicas != nil {
 		r.log.Info("partition leader moved", "from", r.part.Leader, "to", st.Leader, "leader_epoch", st.LeaderEpoch)
 	}
+	if r.part.Replicas != nil && st.LeaderEpoch > r.part.LeaderEpoch && r.lastEpoch >= 0 {
+		r.validate = true
+	}
 	r.part, r.known = st, true
 	return nil
 }
@@ -314,6 +335,19 @@ func (r *PartitionReader) Fetch(ctx context.Context) (msgs []record.Record, high
 		if r.offset < 0 {
 			if err := r.resolveStart(ctx); err != nil {
 				return nil, 0, err
+			}
+		}
+		if r.validate {
+			if err := r.checkTruncation(ctx); err != nil {
+				var oor *OffsetOutOfRangeError
+				if errors.As(err, &oor) || permanent(err) || ctx.Err() != nil {
+					return nil, 0, err
+				}
+				r.known = false
+				if err := r.retryOrGiveUp(ctx, "check for log truncation", err); err != nil {
+					return nil, 0, err
+				}
+				continue
 			}
 		}
 
@@ -622,6 +656,12 @@ func (r *PartitionReader) records(res *fetchedPartition) (msgs []record.Record, 
 	aborted := slices.Clone(res.aborted)
 	slices.SortFunc(aborted, func(a, b abortedTxn) int { return cmpInt64(a.firstOffset, b.firstOffset) })
 	abortedProducers := make(map[int64]bool)
+	epoch := r.lastEpoch
+	defer func() {
+		if err == nil {
+			r.lastEpoch = epoch
+		}
+	}()
 
 	for i, b := range batches {
 		rr := decoded[i]
@@ -652,6 +692,9 @@ func (r *PartitionReader) records(res *fetchedPartition) (msgs []record.Record, 
 			}
 		}
 		next = max(next, b.last+1)
+		if b.epoch >= 0 {
+			epoch = b.epoch
+		}
 	}
 	return msgs, next, nil
 }
@@ -860,6 +903,7 @@ type batchHeader struct {
 	records    int
 	attributes int16
 	magic      int8
+	epoch      int32 // partition leader epoch; -1 before magic 2
 }
 
 func (b batchHeader) control() bool       { return b.magic >= 2 && b.attributes&0x20 != 0 }
@@ -890,6 +934,7 @@ func scanBatches(set []byte) []batchHeader {
 			base:       int64(binary.BigEndian.Uint64(set[0:8])),
 			magic:      int8(set[16]),
 			producerID: -1,
+			epoch:      -1,
 		}
 		h.last = h.base // v0/v1: the (wrapper) offset is the last one
 		h.records = 1
@@ -897,6 +942,7 @@ func scanBatches(set []byte) []batchHeader {
 			if size < 49 { // the fixed part of a v2 header
 				break
 			}
+			h.epoch = int32(binary.BigEndian.Uint32(set[12:16]))
 			h.attributes = int16(binary.BigEndian.Uint16(set[21:23]))
 			h.last = h.base + int64(int32(binary.BigEndian.Uint32(set[23:27])))
 			h.producerID = int64(binary.BigEndian.Uint64(set[43:51]))
