@@ -814,6 +814,20 @@ func groupAwayFrom(t *testing.T, client *kafka.Client, down int) string {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	// A cluster whose brokers started one by one may have every
+	// __consumer_offsets partition led by the first one up until the
+	// leader rebalance (minutes later): elect the preferred leaders now.
+	if moved := movedLeaders(md.Topics[0].Partitions); len(moved) > 0 {
+		if _, err := client.ElectLeaders(ctx, &kafka.ElectLeadersRequest{Topic: "__consumer_offsets", Partitions: moved, Timeout: 10 * time.Second}); err != nil {
+			t.Logf("electing the preferred leaders of __consumer_offsets: %v", err)
+		}
+		for len(moved) > 0 && ctx.Err() == nil {
+			time.Sleep(200 * time.Millisecond)
+			if m, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{"__consumer_offsets"}}); err == nil && len(m.Topics) == 1 && m.Topics[0].Error == nil {
+				md, moved = m, movedLeaders(m.Topics[0].Partitions)
+			}
+		}
+	}
 	offsets := map[int]kafka.Partition{}
 	for _, p := range md.Topics[0].Partitions {
 		offsets[p.ID] = p
@@ -845,4 +859,16 @@ func groupAwayFrom(t *testing.T, client *kafka.Client, down int) string {
 	}
 	t.Fatalf("no group name found whose coordinator avoids broker %d", down)
 	return ""
+}
+
+// movedLeaders lists the partitions not led by their preferred (first)
+// replica.
+func movedLeaders(ps []kafka.Partition) []int {
+	var out []int
+	for _, p := range ps {
+		if len(p.Replicas) > 0 && p.Leader.ID != p.Replicas[0].ID {
+			out = append(out, p.ID)
+		}
+	}
+	return out
 }
