@@ -16,6 +16,7 @@ import (
 	"github.com/logstore/logstore/internal/confkey"
 	"github.com/logstore/logstore/internal/secret"
 	"github.com/logstore/logstore/pipeline/decode"
+	"github.com/logstore/logstore/pipeline/fetch"
 	"github.com/logstore/logstore/rack"
 	"github.com/logstore/logstore/sink"
 )
@@ -67,6 +68,11 @@ type FetchConfig struct {
 	// PreferredReplicaLease is how long a reader follows the replica the
 	// leader preferred before asking the leader again (KIP-392).
 	PreferredReplicaLease time.Duration `yaml:"preferred_replica_lease"`
+	// ReplicaBackoff is how long a reader reads from the leader alone after
+	// its preferred replica failed, doubling with each failure in a row up
+	// to ReplicaBackoffMax.
+	ReplicaBackoff    time.Duration `yaml:"replica_backoff"`
+	ReplicaBackoffMax time.Duration `yaml:"replica_backoff_max"`
 }
 
 // TLSConfig is `kafka.tls`.
@@ -156,6 +162,8 @@ func (c *Config) SetDefaults() {
 	confkey.Default(&k.Fetch.MaxBytes, 8<<20)
 	confkey.Default(&k.Fetch.MaxWait, 500*time.Millisecond)
 	confkey.Default(&k.Fetch.PreferredReplicaLease, 5*time.Minute)
+	confkey.Default(&k.Fetch.ReplicaBackoff, fetch.DefaultReplicaBackoff)
+	confkey.Default(&k.Fetch.ReplicaBackoffMax, fetch.DefaultReplicaBackoffMax)
 	confkey.Default(&k.SessionTimeout, 30*time.Second)
 	confkey.Default(&k.HeartbeatInterval, 3*time.Second)
 	confkey.Default(&k.RebalanceTimeout, 30*time.Second)
@@ -215,6 +223,9 @@ func (c *Config) Validate() error {
 	}
 	if k.MaxRecordsPerSecond < 0 {
 		return confkey.Errorf("kafka.max_records_per_second", "must be 0 (unlimited) or positive")
+	}
+	if f := k.Fetch; f.ReplicaBackoff < 0 || f.ReplicaBackoffMax < f.ReplicaBackoff {
+		return confkey.Errorf("kafka.fetch.replica_backoff_max", "%s is shorter than replica_backoff (%s); the wait only grows", f.ReplicaBackoffMax, f.ReplicaBackoff)
 	}
 	if k.HeartbeatInterval >= k.SessionTimeout {
 		return confkey.Errorf("kafka.heartbeat_interval", "must be shorter than session_timeout (%s)", k.SessionTimeout)

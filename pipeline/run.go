@@ -89,7 +89,11 @@ func NewJob(ctx context.Context, cfg *Config, deps Deps) (*Job, error) {
 	j.metrics.setRack(j.rack)
 	j.metrics.watch(j.stats, j.fetch, j.rack.Rack)
 	log.Info("rack", "rack", j.rack.Rack, "source", j.rack.Source, "candidates", j.rack.Candidates, "broker_racks", brokerRacks)
-	j.follower = followerFetching(ctx, conn, cfg.Rack.FollowerFetching, log)
+	if cfg.Rack.Mode == rack.ModeBlind {
+		log.Info("rack-blind mode: no rack in fetches, every fetch from the leader; bytes are still counted by rack", "balancer", cfg.Rack.Balancer)
+	} else {
+		j.follower = followerFetching(ctx, conn, cfg.Rack.FollowerFetching, log)
+	}
 	if err := j.openSinks(ctx, deps); err != nil {
 		j.Close()
 		return nil, err
@@ -152,7 +156,9 @@ func brokerRacks(ctx context.Context, conn *Clients, k InputConfig) ([]string, e
 }
 
 // followerFetching resolves `rack.follower_fetching`: auto asks a broker for
-// replica.selector.class; a broker that won't say is taken as leader-only.
+// replica.selector.class; a broker that won't say is taken as leader-only,
+// with a warning, because every partition led in another zone then reads
+// across zones.
 func followerFetching(ctx context.Context, conn *Clients, setting string, log *slog.Logger) bool {
 	switch setting {
 	case "on":
@@ -162,13 +168,26 @@ func followerFetching(ctx context.Context, conn *Clients, setting string, log *s
 	}
 	md, err := conn.Client.Metadata(ctx, &kafka.MetadataRequest{})
 	if err != nil || len(md.Brokers) == 0 {
+		log.Warn("follower fetching: no broker answered metadata to ask for replica.selector.class; reading from leaders only (set rack.follower_fetching: on to override)", "err", err)
 		return false
 	}
 	resp, err := conn.Client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
 		ResourceType: kafka.ResourceTypeBroker, ResourceName: fmt.Sprint(md.Brokers[0].ID), ConfigNames: []string{"replica.selector.class"},
 	}}})
-	if err != nil || len(resp.Resources) == 0 || resp.Resources[0].Error != nil {
-		log.Info("follower fetching: the broker's replica.selector.class is not readable; assuming leader-only (set rack.follower_fetching: on to override)")
+	if err == nil && len(resp.Resources) == 0 {
+		err = errors.New("empty DescribeConfigs answer")
+	}
+	if err == nil {
+		err = resp.Resources[0].Error
+	}
+	if errors.Is(err, kafka.ClusterAuthorizationFailed) || errors.Is(err, kafka.TopicAuthorizationFailed) {
+		log.Warn("follower fetching: not allowed to read the brokers' replica.selector.class, so reading from leaders only: every partition led in another zone is read across zones. "+
+			"Grant DescribeConfigs on the cluster (Amazon MSK with IAM: the action "+mskDescribeConfigsAction+"), "+
+			"or set rack.follower_fetching: on if the brokers set replica.selector.class", "permission", mskDescribeConfigsAction, "err", err)
+		return false
+	}
+	if err != nil {
+		log.Warn("follower fetching: the broker's replica.selector.class is not readable; reading from leaders only (set rack.follower_fetching: on to override)", "err", err)
 		return false
 	}
 	for _, e := range resp.Resources[0].ConfigEntries {
@@ -178,8 +197,13 @@ func followerFetching(ctx context.Context, conn *Clients, setting string, log *s
 			return true
 		}
 	}
+	log.Info("follower fetching off: the brokers set no replica.selector.class, so they serve leaders only")
 	return false
 }
+
+// mskDescribeConfigsAction is the IAM action Amazon MSK checks for
+// DescribeConfigs on a broker.
+const mskDescribeConfigsAction = "kafka-cluster:DescribeClusterDynamicConfiguration"
 
 // Run runs the job until ctx ends or, in UntilNow and replay modes, until
 // the end offsets are reached. ctx's end is the graceful stop: fetching stops,
@@ -196,11 +220,11 @@ func (j *Job) Run(ctx context.Context, mode Mode) error {
 
 func (j *Job) runGroup(ctx context.Context, mode Mode) error {
 	k := j.cfg.Kafka
-	balancer := rack.NewBalancer(j.rack.Rack, j.follower)
+	balancer := rack.NewGroupBalancer(j.cfg.Rack, j.rack.Rack, j.follower)
 	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID:                    k.Group,
 		Brokers:               k.Brokers,
-		Dialer:                j.conn.Dialer,
+		Dialer:                j.conn.GroupDialer,
 		Topics:                k.Topics,
 		GroupBalancers:        []kafka.GroupBalancer{balancer},
 		HeartbeatInterval:     k.HeartbeatInterval,
@@ -240,7 +264,9 @@ func (j *Job) runGroup(ctx context.Context, mode Mode) error {
 			}
 			sort.Ints(assigned[topic])
 		}
-		balancer.SetOwned(assigned)
+		if rb, ok := balancer.(*rack.Balancer); ok {
+			rb.SetOwned(assigned) // announced at the next join, to stay in place
+		}
 		j.log.Info("generation", "id", gen.ID, "member", gen.MemberID, "partitions", assigned)
 		j.metrics.generation(gen.ID, assigned)
 		commit := &groupCommitter{client: j.conn.Client, group: k.Group, generation: int(gen.ID), member: gen.MemberID}
@@ -446,19 +472,21 @@ func (j *Job) newWorker(topic string, partition int, commit committer, target in
 	k := j.cfg.Kafka
 	log := j.log.With("topic", topic, "partition", partition)
 	reader := fetch.NewPartitionReader(fetch.ReaderConfig{
-		Brokers:        k.Brokers,
-		Dialer:         j.conn.Dialer,
-		Topic:          topic,
-		Partition:      partition,
-		Rack:           j.rack.Rack,
-		LeaderOnly:     !j.follower,
-		Isolation:      k.Isolation,
-		MinBytes:       k.Fetch.MinBytes,
-		MaxBytes:       k.Fetch.MaxBytes,
-		MaxWait:        k.Fetch.MaxWait,
-		PreferredLease: k.Fetch.PreferredReplicaLease,
-		Stats:          j.fetch,
-		Log:            j.log, // the reader names its topic and partition
+		Brokers:           k.Brokers,
+		Dialer:            j.conn.Dialer,
+		Topic:             topic,
+		Partition:         partition,
+		Rack:              j.rack.Rack,
+		LeaderOnly:        !j.follower,
+		Isolation:         k.Isolation,
+		MinBytes:          k.Fetch.MinBytes,
+		MaxBytes:          k.Fetch.MaxBytes,
+		MaxWait:           k.Fetch.MaxWait,
+		PreferredLease:    k.Fetch.PreferredReplicaLease,
+		ReplicaBackoff:    k.Fetch.ReplicaBackoff,
+		ReplicaBackoffMax: k.Fetch.ReplicaBackoffMax,
+		Stats:             j.fetch,
+		Log:               j.log, // the reader names its topic and partition
 	})
 	return &worker{
 		topic: topic, partition: partition, reader: reader, decoder: j.decoder, commit: commit,

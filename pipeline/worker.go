@@ -380,6 +380,10 @@ func (w *worker) outOfRange(ctx context.Context, rangeErr *fetch.OffsetOutOfRang
 		to = rangeErr.LogEnd
 	}
 	lost := max(0, to-next)
+	if w.onOutOfRange == "fail" && rangeErr.Truncated {
+		return errFatal{fmt.Errorf("%s/%d: %w; the records from %d to %d were written out but are no longer in Kafka; "+
+			"set kafka.on_offset_out_of_range: earliest to continue from %d, the new leader's records", w.topic, w.partition, rangeErr, rangeErr.LogEnd, next-1, rangeErr.LogEnd)}
+	}
 	if w.onOutOfRange == "fail" && next < rangeErr.LogStart {
 		return errFatal{fmt.Errorf("%s/%d: offset %d is gone (the log now starts at %d): retention deleted %d records before they were read; "+
 			"set kafka.on_offset_out_of_range: earliest to continue from %d", w.topic, w.partition, next, rangeErr.LogStart, rangeErr.LogStart-next, rangeErr.LogStart)}
