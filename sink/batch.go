@@ -102,3 +102,19 @@ type Sink interface {
 	Write(ctx context.Context, b *Batch) error
 	Close() error
 }
+
+// Stager is a Sink that takes an open batch's rows before the cut, so a
+// batch's size is not bounded by memory: the pipeline stages rows as they
+// are decoded and drops them, and Write, at the cut, takes the rest and
+// makes the whole batch durable. Stage, like Write, is retried until it
+// succeeds.
+type Stager interface {
+	Sink
+	// Stage takes rows of the open batch that starts at b.First (b.Last is
+	// not known yet). full reports that the batch's output reached the size
+	// the sink aims for: the batch should be cut.
+	Stage(ctx context.Context, b *Batch) (full bool, err error)
+	// Discard drops what was staged for the partition's open batch and not
+	// written; whoever reads the batch again stages it again.
+	Discard(topic string, partition int, prefix string)
+}
