@@ -83,6 +83,10 @@ type Batch struct {
 	Schema    *Schema
 	Rows      []Row
 	Sources   []Source
+	// Staged is how many of the batch's rows earlier Stage calls took; Rows
+	// are the ones after them. A sink that kept part of a failed Stage
+	// skips what it already has when the call is repeated.
+	Staged int
 	// Prefix is prepended to every object name, e.g. "replay/20261129T0700Z-…/" for
 	// a replay run that must not touch the main output.
 	Prefix string

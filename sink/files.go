@@ -57,6 +57,7 @@ type stagedBatch struct {
 	schema  *Schema
 	folder  func(Row) string
 	folders map[string]*stagedFolder
+	rows    int  // rows taken so far
 	sealed  bool // the cut's rows are in and every file is closed
 }
 
@@ -215,7 +216,11 @@ func (f *Files) open(b *Batch) (*stagedBatch, error) {
 // append writes b's rows into their folders' open files, starting the next
 // part of a folder once its file reaches max_file_bytes.
 func (f *Files) append(ctx context.Context, st *stagedBatch, b *Batch) error {
-	for i, r := range b.Rows {
+	if b.Staged > st.rows {
+		return fmt.Errorf("files: %s/%d: batch from %d: %d rows staged, the spool has %d (staged elsewhere?)", b.Topic, b.Partition, b.First, b.Staged, st.rows)
+	}
+	for i := st.rows - b.Staged; i < len(b.Rows); i++ {
+		r := b.Rows[i]
 		if i%4096 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -246,6 +251,7 @@ func (f *Files) append(ctx context.Context, st *stagedBatch, b *Batch) error {
 			return &RowError{Topic: b.Topic, Partition: b.Partition, Index: i, Offset: sourceOffset(b, i), Err: err}
 		}
 		fo.rows++
+		st.rows++
 	}
 	return nil
 }

@@ -20,7 +20,7 @@ func stageInChunks(t testing.TB, f *Files, b *Batch, chunk int) (fullAt int) {
 	rows, fullAt := b.Rows, -1
 	staged := 0
 	for len(rows) > chunk {
-		full, err := f.Stage(ctx, &Batch{Topic: b.Topic, Partition: b.Partition, First: b.First, Schema: b.Schema, Rows: rows[:chunk], Prefix: b.Prefix})
+		full, err := f.Stage(ctx, &Batch{Topic: b.Topic, Partition: b.Partition, First: b.First, Schema: b.Schema, Rows: rows[:chunk], Prefix: b.Prefix, Staged: staged})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -31,7 +31,7 @@ func stageInChunks(t testing.TB, f *Files, b *Batch, chunk int) (fullAt int) {
 		rows = rows[chunk:]
 	}
 	cut := *b
-	cut.Rows = rows
+	cut.Rows, cut.Staged = rows, staged
 	if err := f.Write(ctx, &cut); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func BenchmarkFilesStageBigBatch(b *testing.B) {
 			// Rows are made per chunk and dropped after it, as the worker
 			// drops the rows it staged.
 			rows := logRows(start.Add(time.Duration(i)*time.Second), chunk)
-			_, err := f.Stage(context.Background(), &Batch{Topic: "logs", First: 0, Schema: logSchema, Rows: rows})
+			_, err := f.Stage(context.Background(), &Batch{Topic: "logs", First: 0, Schema: logSchema, Rows: rows, Staged: i})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -181,7 +181,7 @@ func BenchmarkFilesStageBigBatch(b *testing.B) {
 				peak = max(peak, ms.HeapAlloc)
 			}
 		}
-		if err := f.Write(context.Background(), &Batch{Topic: "logs", First: 0, Last: n - 1, Schema: logSchema}); err != nil {
+		if err := f.Write(context.Background(), &Batch{Topic: "logs", First: 0, Last: n - 1, Schema: logSchema, Staged: n}); err != nil {
 			b.Fatal(err)
 		}
 		info, err := os.Stat(filepath.Join(out, "logs-0-0-199999.parquet"))
