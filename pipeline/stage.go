@@ -145,10 +145,13 @@ func (w *worker) makeRoom(ctx context.Context, n int64, fetched bool) error {
 	return nil
 }
 
-// settleFetch corrects the fetch's reservation to the bytes it returned
-// (decompressed keys, values and headers), which stay in memory until every
-// record of the fetch is decoded.
+// settleFetch notes when the first record arrived, and corrects the fetch's
+// reservation to the bytes it returned (decompressed keys, values and
+// headers), which stay in memory until every record of the fetch is decoded.
 func (w *worker) settleFetch(msgs []record.Record) {
+	if len(msgs) > 0 && w.stats.FirstRecord.Load() == 0 {
+		w.stats.FirstRecord.CompareAndSwap(0, time.Now().UnixNano())
+	}
 	if w.fetchMax <= 0 {
 		return
 	}

@@ -12,6 +12,8 @@ type Summary struct {
 	Rack             string           `json:"rack"`
 	RackSource       string           `json:"rack_source"`
 	Elapsed          time.Duration    `json:"elapsed_ns"`
+	Started          time.Time        `json:"started"`
+	FirstRecord      time.Time        `json:"first_record"` // zero until a record arrived
 	Records          int64            `json:"records"`
 	Rows             int64            `json:"rows"`
 	Filtered         int64            `json:"filtered"`
@@ -34,7 +36,10 @@ func (j *Job) Summary() Summary {
 		Records: s.Records.Load(), Rows: s.Rows.Load(), Filtered: s.Filtered.Load(),
 		DeadLetters: s.DeadLetters.Load(), Skipped: s.Skipped.Load(), Batches: s.Batches.Load(),
 		LostRecords: s.LostRecords.Load(), SameRackBytes: f.SameRackBytes, CrossRackBytes: f.CrossRackBytes,
-		BytesByRack: f.ByRack(),
+		BytesByRack: f.ByRack(), Started: s.Started,
+	}
+	if t := s.FirstRecord.Load(); t != 0 {
+		sum.FirstRecord = time.Unix(0, t)
 	}
 	if el > 0 {
 		sum.RecordsPerSecond = float64(sum.Records) / el.Seconds()
@@ -55,6 +60,9 @@ func (s Summary) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  rack             %s (from %s)\n", rack, source)
 	fmt.Fprintf(w, "  elapsed          %s\n", s.Elapsed.Round(time.Millisecond))
+	if !s.FirstRecord.IsZero() {
+		fmt.Fprintf(w, "  first record     %s after start (unix ms %d)\n", s.FirstRecord.Sub(s.Started).Round(time.Millisecond), s.FirstRecord.UnixMilli())
+	}
 	fmt.Fprintf(w, "  records read     %d (%.0f/s)\n", s.Records, s.RecordsPerSecond)
 	fmt.Fprintf(w, "  rows written     %d in %d batches\n", s.Rows, s.Batches)
 	fmt.Fprintf(w, "  dead letters     %d\n", s.DeadLetters)

@@ -3,6 +3,7 @@ package sink
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -193,4 +194,32 @@ func BenchmarkFilesStageBigBatch(b *testing.B) {
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 	b.ReportMetric(float64(size)/(1<<20), "file-MiB")
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// TestFilesStageRepeatedAfterAnError: a Stage that failed part-way and is
+// called again with the same rows (the pipeline retries) does not write the
+// rows it already took a second time.
+func TestFilesStageRepeatedAfterAnError(t *testing.T) {
+	out := t.TempDir()
+	f, err := NewFiles(context.Background(), testFilesConfig(t, out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := logRows(time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC), 10)
+	bad := slices.Clone(rows)
+	bad[6] = slices.Clone(rows[6])
+	bad[6][5] = "not an int32" // status: the writer refuses the row
+	b := &Batch{Topic: "logs", First: 0, Schema: logSchema, Rows: bad}
+	var rowErr *RowError
+	if _, err := f.Stage(context.Background(), b); !errors.As(err, &rowErr) || rowErr.Index != 6 {
+		t.Fatalf("Stage returned %v, want a RowError at index 6", err)
+	}
+	b.Rows = rows // the same rows, the failure gone
+	if _, err := f.Stage(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Write(context.Background(), &Batch{Topic: "logs", First: 0, Last: 9, Schema: logSchema, Staged: 10}); err != nil {
+		t.Fatal(err)
+	}
+	sameRows(t, readParquetFile(t, logSchema, filepath.Join(out, "logs-0-0-9.parquet")), rows)
 }
