@@ -155,7 +155,7 @@ func (c *Config) SetDefaults() {
 		k.OnOffsetOutOfRange = "fail"
 	}
 	confkey.Default(&k.Fetch.MinBytes, 1)
-	confkey.Default(&k.Fetch.MaxBytes, 8<<20)
+	confkey.Default(&k.Fetch.MaxBytes, 1<<20)
 	confkey.Default(&k.Fetch.MaxWait, 500*time.Millisecond)
 	confkey.Default(&k.Fetch.PreferredReplicaLease, 5*time.Minute)
 	confkey.Default(&k.SessionTimeout, 30*time.Second)
