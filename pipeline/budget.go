@@ -86,4 +86,4 @@ func (b *budget) inUse() int64 {
 // MemoryLimit is the Go soft memory limit a member sets from its budget
 // unless GOMEMLIMIT says otherwise: the budget plus room for the fixed
 // costs listed in configs/reference.yaml (batch.memory_budget).
-func MemoryLimit(c BatchConfig) int64 { return c.MemoryBudget + 128<<20 }
+func MemoryLimit(c BatchConfig) int64 { return c.MemoryBudget + 96<<20 }

@@ -22,6 +22,7 @@ type Summary struct {
 	Batches          int64            `json:"batches"`
 	LostRecords      int64            `json:"lost_records"`
 	RecordsPerSecond float64          `json:"records_per_second"`
+	WaitedForMemory  time.Duration    `json:"waited_for_memory_ns"` // fetching paused by batch.memory_budget, summed over partitions
 	SameRackBytes    int64            `json:"same_rack_bytes"`
 	CrossRackBytes   int64            `json:"cross_rack_bytes"`
 	BytesByRack      map[string]int64 `json:"bytes_by_broker_rack"`
@@ -36,7 +37,7 @@ func (j *Job) Summary() Summary {
 		Records: s.Records.Load(), Rows: s.Rows.Load(), Filtered: s.Filtered.Load(),
 		DeadLetters: s.DeadLetters.Load(), Skipped: s.Skipped.Load(), Batches: s.Batches.Load(),
 		LostRecords: s.LostRecords.Load(), SameRackBytes: f.SameRackBytes, CrossRackBytes: f.CrossRackBytes,
-		BytesByRack: f.ByRack(), Started: s.Started,
+		BytesByRack: f.ByRack(), Started: s.Started, WaitedForMemory: time.Duration(s.BackpressureNanos.Load()),
 	}
 	if t := s.FirstRecord.Load(); t != 0 {
 		sum.FirstRecord = time.Unix(0, t)
@@ -66,6 +67,9 @@ func (s Summary) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "  records read     %d (%.0f/s)\n", s.Records, s.RecordsPerSecond)
 	fmt.Fprintf(w, "  rows written     %d in %d batches\n", s.Rows, s.Batches)
 	fmt.Fprintf(w, "  dead letters     %d\n", s.DeadLetters)
+	if s.WaitedForMemory > 0 {
+		fmt.Fprintf(w, "  waited for memory %s (summed over partitions; batch.memory_budget)\n", s.WaitedForMemory.Round(time.Millisecond))
+	}
 	if s.Filtered+s.Skipped+s.LostRecords > 0 {
 		fmt.Fprintf(w, "  filtered         %d, skipped %d, lost to retention %d\n", s.Filtered, s.Skipped, s.LostRecords)
 	}
