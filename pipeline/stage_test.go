@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
@@ -163,5 +167,43 @@ func TestBudgetWaitsAndForces(t *testing.T) {
 	b.release(250)
 	if err := b.acquire(context.Background(), 1000); err != nil || b.inUse() != 1000 {
 		t.Fatalf("a reservation over the size must pass alone: %v, %d", err, b.inUse())
+	}
+}
+
+// TestWorkerStagesIntoFiles: the real files sink under a budget of a few
+// dozen records writes one file per batch holding every row, and leaves no
+// spool behind.
+func TestWorkerStagesIntoFiles(t *testing.T) {
+	log := &fakeLog{values: logValues(20000, nil, nil), perFetch: 500}
+	w, _, _, _ := testWorker(t, log, 0, "dead_letter")
+	out, spool := t.TempDir(), t.TempDir()
+	sinks, err := sink.New(context.Background(), sink.Config{Files: &sink.FilesConfig{URL: out, SpoolDir: spool}}, sink.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.sinks = sinks.All()
+	w.budget = newBudget(32 << 10)
+	w.fetchMax = 16 << 10
+	if err := w.run(context.Background(), position{0, -1}); err != nil {
+		t.Fatal(err)
+	}
+	if w.stats.StagedRows.Load() == 0 || w.stats.Batches.Load() != 1 {
+		t.Errorf("%d rows staged in %d batches: want staging and one batch", w.stats.StagedRows.Load(), w.stats.Batches.Load())
+	}
+	f, err := os.Open(filepath.Join(out, "t-0-0-19999.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	info, _ := f.Stat()
+	pf, err := parquet.OpenFile(f, info.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pf.NumRows() != 20000 {
+		t.Errorf("the file holds %d rows, want 20000", pf.NumRows())
+	}
+	if left, _ := os.ReadDir(spool); len(left) != 0 {
+		t.Errorf("%d spool files left behind", len(left))
 	}
 }
