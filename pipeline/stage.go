@@ -12,9 +12,10 @@ import (
 // batch's rows to the sinks as they pile up (the files sink encodes them
 // into the batch's spool files, the Kafka sink produces them) and drops
 // them, so a batch's size — and a file's — is not bounded by memory. The
-// cut and the commit protocol are unchanged: the mark (c, "cut:b") is still
-// committed before Write makes the batch durable under its names, and the
-// same records staged in any chunks give the same files.
+// cut and the commit protocol are unchanged: the cut mark (first,
+// "cut:<last>") is still committed before Write makes the batch durable
+// under its names, and the same records staged in any chunks give the same
+// files.
 
 // stageChunk is how many bytes of decoded rows a worker holds before it
 // stages them: a small share of the budget, so many partitions fit.
