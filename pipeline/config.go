@@ -94,13 +94,15 @@ type SASLConfig struct {
 }
 
 // BatchConfig is the flush rule: a partition's open batch is cut at whichever
-// limit comes first.
+// limit comes first (and, with a files sink, once a file reaches
+// sinks.files.target_file_bytes). MaxRows and MaxBytes 0 set no limit.
 type BatchConfig struct {
 	MaxRows  int           `yaml:"max_rows"`
 	MaxBytes int64         `yaml:"max_bytes"`
 	MaxAge   time.Duration `yaml:"max_age"`
-	// MemoryBudget bounds the bytes held in open batches across all
-	// partitions; when it is full, fetching pauses.
+	// MemoryBudget bounds the bytes a member holds between fetch and sinks
+	// (fetched records, decoded rows not yet staged, dead letters) across
+	// all partitions; when it is spent, fetching pauses.
 	MemoryBudget int64 `yaml:"memory_budget"`
 }
 
@@ -159,7 +161,7 @@ func (c *Config) SetDefaults() {
 		k.OnOffsetOutOfRange = "fail"
 	}
 	confkey.Default(&k.Fetch.MinBytes, 1)
-	confkey.Default(&k.Fetch.MaxBytes, 8<<20)
+	confkey.Default(&k.Fetch.MaxBytes, 1<<20)
 	confkey.Default(&k.Fetch.MaxWait, 500*time.Millisecond)
 	confkey.Default(&k.Fetch.PreferredReplicaLease, 5*time.Minute)
 	confkey.Default(&k.Fetch.ReplicaBackoff, fetch.DefaultReplicaBackoff)
@@ -169,10 +171,8 @@ func (c *Config) SetDefaults() {
 	confkey.Default(&k.RebalanceTimeout, 30*time.Second)
 	c.Rack.SetDefaults()
 	c.Schema.SetDefaults()
-	confkey.Default(&c.Batch.MaxRows, 500_000)
-	confkey.Default(&c.Batch.MaxBytes, 128<<20)
 	confkey.Default(&c.Batch.MaxAge, 5*time.Minute)
-	confkey.Default(&c.Batch.MemoryBudget, 256<<20)
+	confkey.Default(&c.Batch.MemoryBudget, 128<<20)
 	c.Sinks.SetDefaults()
 	if c.DeadLetter.OnError == "" {
 		c.DeadLetter.OnError = "dead_letter"
@@ -240,8 +240,8 @@ func (c *Config) Validate() error {
 	if b.MaxRows < 0 || b.MaxBytes < 0 || b.MaxAge < 0 {
 		return confkey.Errorf("batch", "limits must be positive")
 	}
-	if b.MemoryBudget < b.MaxBytes {
-		return confkey.Errorf("batch.memory_budget", "%d is smaller than batch.max_bytes (%d); one batch must fit", b.MemoryBudget, b.MaxBytes)
+	if b.MemoryBudget < 16<<20 {
+		return confkey.Errorf("batch.memory_budget", "%d is below the minimum of 16 MiB (16777216)", b.MemoryBudget)
 	}
 	if err := prefixed("sinks.", c.Sinks.Validate()); err != nil {
 		return err

@@ -75,6 +75,7 @@ func (m *Metrics) watch(s *Stats, f *fetch.Stats, readerRack string) {
 		counter("logstore_records_skipped_total", "Bad records dropped with dead_letter.on_error: skip.", s.Skipped.Load),
 		counter("logstore_batches_total", "Batches committed.", s.Batches.Load),
 		counter("logstore_budget_cuts_total", "Batches cut early because batch.memory_budget was full.", s.BudgetCuts.Load),
+		counter("logstore_rows_staged_total", "Rows handed to the sinks before their batch was cut.", s.StagedRows.Load),
 		counter("logstore_records_lost_total", "Records deleted by retention before they were read.", s.LostRecords.Load),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "logstore_backpressure_seconds_total", Help: "Time fetching waited for memory."},
 			func() float64 { return time.Duration(s.BackpressureNanos.Load()).Seconds() }),

@@ -492,7 +492,7 @@ func (j *Job) newWorker(topic string, partition int, commit committer, target in
 		topic: topic, partition: partition, reader: reader, decoder: j.decoder, commit: commit,
 		sinks: j.sinks, dead: j.dead, onError: j.cfg.DeadLetter.OnError, onOutOfRange: k.OnOffsetOutOfRange,
 		limits: j.cfg.Batch, budget: j.budget, limiter: j.limiter, stats: j.stats, prefix: prefix,
-		target: target, flushWait: j.cfg.Run.ShutdownTimeout, log: log,
+		target: target, flushWait: j.cfg.Run.ShutdownTimeout, log: log, fetchMax: int64(k.Fetch.MaxBytes),
 		originals: j.cfg.Sinks.Kafka != nil && j.cfg.Sinks.Kafka.Value == "original", columns: len(j.decoder.Schema().Fields),
 	}
 }

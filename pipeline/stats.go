@@ -15,8 +15,10 @@ type Stats struct {
 	Skipped           atomic.Int64 // bad records dropped with on_error: skip
 	Batches           atomic.Int64 // batches committed
 	BudgetCuts        atomic.Int64 // batches cut early because the memory budget was full
+	StagedRows        atomic.Int64 // rows handed to the sinks before their batch was cut
 	BackpressureNanos atomic.Int64 // time fetching waited for memory
 	LostRecords       atomic.Int64 // records deleted by retention before they were read
+	FirstRecord       atomic.Int64 // when the first record arrived, Unix nanoseconds; 0 before
 }
 
 func newStats() *Stats { return &Stats{Started: time.Now()} }

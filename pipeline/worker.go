@@ -50,6 +50,10 @@ type worker struct {
 	columns      int    // output columns, for the memory estimate
 	flushWait    time.Duration
 	log          *slog.Logger
+	fetchMax     int64 // kafka.fetch.max_bytes: the first fetch's reservation; 0 reserves per record only
+
+	fetchGuess int64 // the next fetch's reservation: the last fetch's bytes
+	fetchHeld  int64 // the budget the current fetch holds
 
 	batch   openBatch
 	next    int64 // the next offset to take
@@ -64,8 +68,13 @@ type openBatch struct {
 	rows    []sink.Row
 	sources []sink.Source
 	dead    []RejectedRecord
-	bytes   int64
+	bytes   int64 // the budget held for rows not yet staged and for dead letters
 	opened  time.Time
+
+	deadBytes   int64 // of bytes, held for dead letters
+	staged      int   // rows handed to the sinks before the cut (stage.go)
+	stagedBytes int64 // their estimate, for max_bytes
+	full        bool  // a sink said the batch reached its target size
 }
 
 // errFatal marks an error that must stop the whole job (on_error: fail,
@@ -90,7 +99,11 @@ func (w *worker) run(ctx context.Context, pos position) error {
 	}
 	w.reader.SetOffset(w.next)
 	w.batch = openBatch{first: w.next, opened: time.Now()}
-	defer func() { w.budget.release(w.batch.bytes) }()
+	defer func() {
+		w.budget.release(w.batch.bytes)
+		w.releaseFetch()
+		w.discardStaged()
+	}()
 	err := w.loop(ctx)
 	if err != nil && ctx.Err() != nil && !errors.As(err, new(errFatal)) {
 		return w.stop()
@@ -107,10 +120,18 @@ func (w *worker) loop(ctx context.Context) error {
 			w.reached = true
 			return nil
 		}
+		w.releaseFetch()
+		if err := w.reserveFetch(ctx); err != nil {
+			if ctx.Err() != nil {
+				return w.stop()
+			}
+			return err
+		}
 		msgs, _, err := w.reader.Fetch(ctx)
 		if ctx.Err() != nil {
 			return w.stop()
 		}
+		w.settleFetch(msgs)
 		if err != nil {
 			var rangeErr *fetch.OffsetOutOfRangeError
 			if !errors.As(err, &rangeErr) {
@@ -150,6 +171,9 @@ func (w *worker) loop(ctx context.Context) error {
 				return err
 			}
 			if err := w.take(m); err != nil {
+				return err
+			}
+			if err := w.stageIfDue(ctx); err != nil {
 				return err
 			}
 			w.next = m.Offset + 1
@@ -212,29 +236,25 @@ func (w *worker) stop() error {
 // fetch.
 func (w *worker) full() bool {
 	b := &w.batch
-	return len(b.rows)+len(b.dead) >= w.limits.MaxRows || b.bytes >= w.limits.MaxBytes
+	return (w.limits.MaxRows > 0 && len(b.rows)+b.staged+len(b.dead) >= w.limits.MaxRows) || b.full ||
+		(w.limits.MaxBytes > 0 && b.bytes+b.stagedBytes >= w.limits.MaxBytes)
 }
 
 // reserve takes the record's bytes from the memory budget. When the budget is
-// full, the worker cuts its own batch rather than wait for others that may be
-// waiting too; it waits only with nothing to give back.
+// full, the worker stages its rows into the sinks (stage.go) and takes the
+// bytes even past the budget: the record is already fetched, and the next
+// fetch waits until the excess is back. When the sinks cannot stage, it cuts
+// its own batch rather than wait for others that may be waiting too; it
+// waits only with nothing to give back.
 func (w *worker) reserve(ctx context.Context, m *record.Record) error {
 	n := w.budget.clamp(w.recordCost(m))
 	if w.budget.tryAcquire(n) {
 		w.batch.bytes += n
 		return nil
 	}
-	if w.cut < 0 && w.next > w.batch.first {
-		w.stats.BudgetCuts.Add(1)
-		if err := w.flush(ctx, w.next-1); err != nil {
-			return err
-		}
-	}
-	start := time.Now()
-	if err := w.budget.acquire(ctx, n); err != nil {
+	if err := w.makeRoom(ctx, n, true); err != nil {
 		return err
 	}
-	w.stats.BackpressureNanos.Add(int64(time.Since(start)))
 	w.batch.bytes += n
 	return nil
 }
@@ -270,6 +290,7 @@ func (w *worker) take(m *record.Record) error {
 			w.stats.Skipped.Add(1)
 		default:
 			b.dead = append(b.dead, RejectedRecord{Reason: err.Error(), Record: detach(m)})
+			b.deadBytes += w.budget.clamp(w.recordCost(m))
 		}
 		return nil
 	}
@@ -306,7 +327,7 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 	if last < b.first {
 		return nil
 	}
-	if len(b.rows) > 0 || len(b.dead) > 0 {
+	if len(b.rows) > 0 || b.staged > 0 || len(b.dead) > 0 {
 		if err := w.commitRetrying(ctx, b.first, cutPrefix+strconv.FormatInt(last, 10)); err != nil {
 			return err
 		}
@@ -320,9 +341,9 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 		return err
 	}
 	w.stats.Batches.Add(1)
-	w.stats.Rows.Add(int64(len(b.rows)))
+	w.stats.Rows.Add(int64(b.staged + len(b.rows)))
 	w.stats.DeadLetters.Add(int64(len(b.dead)))
-	w.log.Debug("batch committed", "first", b.first, "last", last, "rows", len(b.rows), "dead_letters", len(b.dead))
+	w.log.Debug("batch committed", "first", b.first, "last", last, "rows", b.staged+len(b.rows), "dead_letters", len(b.dead))
 	w.budget.release(b.bytes)
 	*b = openBatch{first: last + 1, opened: time.Now()}
 	return nil
@@ -344,9 +365,9 @@ func (w *worker) commitRetrying(ctx context.Context, offset int64, metadata stri
 // of dropping or skipping a batch.
 func (w *worker) deliver(ctx context.Context, last int64) error {
 	b := &w.batch
-	batch := &sink.Batch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Schema: w.decoder.Schema(), Rows: b.rows, Sources: b.sources, Prefix: w.prefix}
+	batch := &sink.Batch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Schema: w.decoder.Schema(), Rows: b.rows, Sources: b.sources, Staged: b.staged, Prefix: w.prefix}
 	for _, s := range w.sinks {
-		if len(batch.Rows) == 0 {
+		if len(batch.Rows) == 0 && b.staged == 0 {
 			break
 		}
 		if err := retry(ctx, w.log, "writing a batch", func() error { return s.Write(ctx, batch) }); err != nil {

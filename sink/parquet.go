@@ -170,7 +170,9 @@ type ParquetWriter struct {
 }
 
 // newParquetWriter starts a file on out. cfg must have had SetDefaults.
-func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig) (*ParquetWriter, error) {
+// pages keeps the open row group's encoded pages: nil keeps them on the
+// heap; the Files sink puts them in its spool folder (pageSpill).
+func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig, pages parquet.BufferPool) (*ParquetWriter, error) {
 	root, cols, err := parquetColumns(s, *cfg.Dictionary)
 	if err != nil {
 		return nil, err
@@ -179,7 +181,7 @@ func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig) (*ParquetWri
 	if err != nil {
 		return nil, err
 	}
-	w := parquet.NewWriter(out,
+	opts := []parquet.WriterOption{
 		parquet.NewSchema("schema", root),
 		parquet.Compression(codec),
 		parquet.MaxRowsPerRowGroup(cfg.RowGroupRows),
@@ -187,7 +189,11 @@ func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig) (*ParquetWri
 		parquet.DataPageVersion(cfg.DataPageVersion),
 		parquet.DataPageStatistics(true),
 		parquet.DictionaryMaxBytes(cfg.DictionaryMaxBytes),
-	)
+	}
+	if pages != nil {
+		opts = append(opts, parquet.ColumnPageBuffers(pages))
+	}
+	w := parquet.NewWriter(out, opts...)
 	return &ParquetWriter{w: w, cols: cols, rowGroupBytes: cfg.RowGroupBytes, rows: make([]parquet.Row, 1)}, nil
 }
 

@@ -54,7 +54,7 @@ func testParquetConfig() *ParquetConfig {
 func encodeParquet(t testing.TB, s *Schema, cfg *ParquetConfig, rows []Row) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	w, err := newParquetWriter(&buf, s, cfg)
+	w, err := newParquetWriter(&buf, s, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestParquetRefusesBadValues(t *testing.T) {
 		{Row{"x", 1}, `column "n" (int64): holds int`},
 		{Row{"x"}, "row has 1 values, the schema 2 columns"},
 	} {
-		w, err := newParquetWriter(io.Discard, s, testParquetConfig())
+		w, err := newParquetWriter(io.Discard, s, testParquetConfig(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

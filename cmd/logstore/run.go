@@ -87,9 +87,10 @@ func runJob(ctx context.Context, cfg *pipeline.Config, mode pipeline.Mode, deps 
 		os.Exit(exitRuntime)
 	}()
 	if os.Getenv("GOMEMLIMIT") == "" {
-		// A soft limit above the batches' budget keeps the garbage
-		// collector from letting the heap double past it (GOGC's default).
-		debug.SetMemoryLimit(2*cfg.Batch.MemoryBudget + 512<<20)
+		// The budget plus room for the fixed costs (configs/reference.yaml,
+		// batch.memory_budget): the garbage collector works harder near it
+		// instead of letting the heap double (GOGC's default).
+		debug.SetMemoryLimit(pipeline.MemoryLimit(cfg.Batch))
 	}
 	job, err := pipeline.NewJob(ctx, cfg, deps)
 	if err != nil {
