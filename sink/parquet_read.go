@@ -19,7 +19,7 @@ func ParquetRoundTrip(s *Schema, rows []Row) ([]Row, error) {
 	cfg := &ParquetConfig{}
 	cfg.setDefaults()
 	var buf bytes.Buffer
-	w, err := newParquetWriter(&buf, s, cfg)
+	w, err := newParquetWriter(&buf, s, cfg, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -307,7 +307,7 @@ func TestParquetRefusesOutOfRangeTime(t *testing.T) {
 		{Row{nil, time.Date(0, 12, 31, 0, 0, 0, 0, time.UTC)}, `column "d" (date): 0000-12-31T00:00:00Z is outside 0001-01-01..9999-12-31`},
 		{Row{MaxTime.Add(time.Nanosecond), nil}, `is outside 0001-01-01..9999-12-31`},
 	} {
-		w, err := newParquetWriter(io.Discard, s, testParquetConfig())
+		w, err := newParquetWriter(io.Discard, s, testParquetConfig(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
