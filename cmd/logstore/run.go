@@ -87,9 +87,7 @@ func runJob(ctx context.Context, cfg *pipeline.Config, mode pipeline.Mode, deps 
 		os.Exit(exitRuntime)
 	}()
 	if os.Getenv("GOMEMLIMIT") == "" {
-		// A soft limit above the batches' budget keeps the garbage
-		// collector from letting the heap double past it (GOGC's default).
-		debug.SetMemoryLimit(2*cfg.Batch.MemoryBudget + 512<<20)
+		debug.SetMemoryLimit(softMemoryLimit(cfg.Batch))
 	}
 	job, err := pipeline.NewJob(ctx, cfg, deps)
 	if err != nil {
@@ -104,6 +102,14 @@ func runJob(ctx context.Context, cfg *pipeline.Config, mode pipeline.Mode, deps 
 	err = job.Run(ctx, mode)
 	job.Summary().WriteText(stdout)
 	return err
+}
+
+// softMemoryLimit is Go's soft memory limit when GOMEMLIMIT is unset: above
+// the batches' budget, it keeps the garbage collector from letting the heap
+// double past it (GOGC's default). A container's memory limit must be above
+// it (configs/k8s, TestManifestWorkloads).
+func softMemoryLimit(b pipeline.BatchConfig) int64 {
+	return 2*b.MemoryBudget + 512<<20
 }
 
 func newLogger(c pipeline.LogConfig, w io.Writer) *slog.Logger {
