@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path"
@@ -696,4 +698,108 @@ func TestManifestScaling(t *testing.T) {
 			t.Errorf("trigger authenticationRef %+v is not a TriggerAuthentication here", tr.AuthenticationRef)
 		}
 	}
+}
+
+// TestIAMPolicyCoversTheJob: configs/iam-policy.json grants every action
+// the job of configs/emr-eks.yaml needs, on that job's topics, group, bucket
+// prefix and key; the config's header and the README name the same actions.
+func TestIAMPolicyCoversTheJob(t *testing.T) {
+	raw, err := os.ReadFile("../../configs/iam-policy.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var policy struct {
+		Statement []struct {
+			Effect   string
+			Action   stringOrList
+			Resource stringOrList
+		}
+	}
+	if err := json.Unmarshal(raw, &policy); err != nil {
+		t.Fatalf("iam-policy.json: %v", err)
+	}
+	granted := map[string]bool{} // "action resource"
+	for _, s := range policy.Statement {
+		for _, a := range s.Action {
+			for _, r := range s.Resource {
+				granted[a+" "+r] = s.Effect == "Allow"
+			}
+		}
+	}
+	for _, v := range []string{"MSK_BOOTSTRAP", "LOGSTORE_BUCKET", "LOGSTORE_KMS_KEY", "AWS_REGION"} {
+		t.Setenv(v, "")
+	}
+	cfg, err := pipeline.Load(emrEKS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(cfg.Sinks.Files.URL, "s3://"), "/")
+	type need struct {
+		actions  []string
+		resource string // the ARN's end, or (ending in "/") a part of it
+	}
+	needs := []need{
+		{[]string{"kafka-cluster:Connect", "kafka-cluster:DescribeCluster", "kafka-cluster:DescribeClusterDynamicConfiguration"}, ":cluster/"},
+		{[]string{"kafka-cluster:DescribeGroup", "kafka-cluster:AlterGroup"}, "/" + cfg.Kafka.Group},
+		{[]string{"s3:PutObject", "s3:GetObject", "s3:DeleteObject", "s3:AbortMultipartUpload"}, ":::" + bucket + "/" + prefix + "/*"},
+		{[]string{"s3:ListBucket"}, ":::" + bucket},
+	}
+	for _, topic := range cfg.Kafka.Topics {
+		needs = append(needs, need{[]string{"kafka-cluster:DescribeTopic", "kafka-cluster:ReadData"}, "/" + topic})
+	}
+	for _, topic := range []string{cfg.DeadLetter.Topic, kafkaSinkTopic(cfg)} {
+		if topic != "" {
+			needs = append(needs, need{[]string{"kafka-cluster:DescribeTopic", "kafka-cluster:WriteData"}, "/" + topic})
+		}
+	}
+	if cfg.Sinks.Files.S3 != nil && cfg.Sinks.Files.S3.SSE == "aws:kms" {
+		needs = append(needs, need{[]string{"kms:GenerateDataKey", "kms:Decrypt"}, ":key/"})
+	}
+	header, err := os.ReadFile(emrEKS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, eks, _ := strings.Cut(string(readme), "## Running on EKS")
+	for _, n := range needs {
+		for _, a := range n.actions {
+			if !slices.ContainsFunc(slices.Collect(maps.Keys(granted)), func(g string) bool {
+				action, resource, _ := strings.Cut(g, " ")
+				fits := strings.HasSuffix(resource, n.resource) ||
+					strings.HasSuffix(n.resource, "/") && strings.Contains(resource, n.resource)
+				return action == a && fits && granted[g]
+			}) {
+				t.Errorf("iam-policy.json does not allow %s on …%s", a, n.resource)
+			}
+			_, short, _ := strings.Cut(a, ":")
+			if !strings.Contains(string(header), short) {
+				t.Errorf("configs/emr-eks.yaml's header does not name %s", a)
+			}
+			if !strings.Contains(eks, a) {
+				t.Errorf("README's Running on EKS does not name %s", a)
+			}
+		}
+	}
+}
+
+func kafkaSinkTopic(cfg *pipeline.Config) string {
+	if cfg.Sinks.Kafka == nil {
+		return ""
+	}
+	return cfg.Sinks.Kafka.Topic
+}
+
+// stringOrList is an IAM policy field that holds one string or a list.
+type stringOrList []string
+
+func (s *stringOrList) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*s = []string{one}
+		return nil
+	}
+	return json.Unmarshal(b, (*[]string)(s))
 }
