@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -110,18 +109,4 @@ func runJob(ctx context.Context, cfg *pipeline.Config, mode pipeline.Mode, deps 
 // it (configs/k8s, TestManifestWorkloads).
 func softMemoryLimit(b pipeline.BatchConfig) int64 {
 	return 2*b.MemoryBudget + 512<<20
-}
-
-func newLogger(c pipeline.LogConfig, w io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(c.Level))
-	opts := &slog.HandlerOptions{Level: level}
-	var log *slog.Logger
-	if c.Format == "text" {
-		log = slog.New(slog.NewTextHandler(w, opts))
-	} else {
-		log = slog.New(slog.NewJSONHandler(w, opts))
-	}
-	slog.SetDefault(log) // for the libraries' own warnings (S3 retries)
-	return log
 }
