@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -15,6 +16,8 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/logstore/logstore/pipeline"
 )
 
 // The alert rules and the Grafana dashboard under configs/ are parsed with
@@ -221,9 +224,9 @@ type panelJSON struct {
 }
 
 // TestAlertRulesAndDashboardUseDocumentedMetrics: the rules load with
-// Prometheus's rule parser, every PromQL expression parses, and every metric
-// they and the dashboard name is in METRICS.md; the dashboard shows every
-// metric METRICS.md lists.
+// Prometheus's rule parser, every PromQL expression parses, every metric
+// they and the dashboard name is in METRICS.md and in a live /metrics of a
+// short run; the dashboard shows every metric METRICS.md lists.
 func TestAlertRulesAndDashboardUseDocumentedMetrics(t *testing.T) {
 	types := documentedMetrics(t)
 	rules := ruleMetrics(t)
@@ -254,6 +257,34 @@ func TestAlertRulesAndDashboardUseDocumentedMetrics(t *testing.T) {
 	for name := range types {
 		if !onDashboard[name] {
 			t.Errorf("METRICS.md lists %s, but no dashboard panel shows it", name)
+		}
+	}
+
+	// A live scrape: a short --until now run on an embedded cluster must
+	// export every metric the rules and the dashboard use.
+	srv, newJob := embeddedJob(t, 5000)
+	if err := newJob().Run(context.Background(), pipeline.Mode{UntilNow: true}); err != nil {
+		t.Fatal(err)
+	}
+	live := scrape(t, srv)
+	for _, uses := range []map[string][]string{rules, dash} {
+		for _, where := range slices.Sorted(maps.Keys(uses)) {
+			for _, name := range uses[where] {
+				if _, ok := live[exposedName(name, types)]; !ok {
+					t.Errorf("%s uses %s; a live /metrics has no such metric", where, name)
+				}
+			}
+		}
+	}
+	for _, name := range []string{"logstore_batches_total", "logstore_flush_duration_seconds", "logstore_commit_duration_seconds", "logstore_rebalances_total"} {
+		if live[name] == 0 {
+			t.Errorf("%s is 0 after a run that committed batches", name)
+		}
+	}
+	// --until now read every partition to its end and committed it all.
+	for _, name := range []string{"logstore_consumer_lag", "logstore_uncommitted_batch_age_seconds"} {
+		if live[name] != 0 {
+			t.Errorf("%s sums to %v after a run that read and committed everything", name, live[name])
 		}
 	}
 }

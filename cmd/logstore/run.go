@@ -88,16 +88,24 @@ func runJob(ctx context.Context, cfg *pipeline.Config, mode pipeline.Mode, deps 
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(softMemoryLimit(cfg.Batch))
 	}
+	if cfg.Metrics.Listen != "" {
+		// Served from before zone detection, so /healthz answers a slow
+		// start, until the job returns, so a stopping member still answers
+		// (/readyz: stopping) while it flushes.
+		if deps.Metrics == nil {
+			deps.Metrics = pipeline.NewMetrics(nil)
+		}
+		serving, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+		defer stopServing()
+		if err := deps.Metrics.Serve(serving, cfg.Metrics.Listen); err != nil {
+			return err
+		}
+	}
 	job, err := pipeline.NewJob(ctx, cfg, deps)
 	if err != nil {
 		return err
 	}
 	defer job.Close()
-	if cfg.Metrics.Listen != "" {
-		if err := job.Metrics().Serve(ctx, cfg.Metrics.Listen); err != nil {
-			return err
-		}
-	}
 	err = job.Run(ctx, mode)
 	job.Summary().WriteText(stdout)
 	return err
