@@ -18,11 +18,11 @@ import (
 	"github.com/logstore/logstore/pipeline"
 )
 
-// embeddedJob makes a job (not yet started) for the demo's config on an
+// demoJobWithListener makes a job (not yet started) for the demo's config on an
 // embedded cluster holding n demo logs, with its metrics listener served by
 // an httptest server from before the job exists, as `logstore run` serves
 // it. It returns the job's constructor so a test can look at /readyz first.
-func embeddedJob(t *testing.T, n int) (srv *httptest.Server, newJob func() *pipeline.Job) {
+func demoJobWithListener(t *testing.T, n int) (srv *httptest.Server, newJob func() *pipeline.Job) {
 	t.Helper()
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "logs"))
 	if err != nil {
@@ -94,7 +94,7 @@ func scrape(t *testing.T, srv *httptest.Server) map[string]float64 {
 // until the zone is known, the sinks preflighted and the group joined, 200
 // from the join on, and 503 again once the graceful stop begins.
 func TestReadyzAfterJoin(t *testing.T) {
-	srv, newJob := embeddedJob(t, 2000)
+	srv, newJob := demoJobWithListener(t, 2000)
 	if code, _ := get(t, srv, "/healthz"); code != http.StatusOK {
 		t.Fatalf("/healthz before the job: %d", code)
 	}

@@ -262,7 +262,7 @@ func TestAlertRulesAndDashboardUseDocumentedMetrics(t *testing.T) {
 
 	// A live scrape: a short --until now run on an embedded cluster must
 	// export every metric the rules and the dashboard use.
-	srv, newJob := embeddedJob(t, 5000)
+	srv, newJob := demoJobWithListener(t, 5000)
 	if err := newJob().Run(context.Background(), pipeline.Mode{UntilNow: true}); err != nil {
 		t.Fatal(err)
 	}
