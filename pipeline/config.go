@@ -126,7 +126,7 @@ type MetricsConfig struct {
 // LogConfig is the structured log.
 type LogConfig struct {
 	Level  string `yaml:"level"`  // debug, info, warn, error
-	Format string `yaml:"format"` // json or text
+	Format string `yaml:"format"` // auto (text on a terminal, else JSON), json or text
 }
 
 // RunConfig is the job's lifecycle.
@@ -181,7 +181,7 @@ func (c *Config) SetDefaults() {
 		c.Log.Level = "info"
 	}
 	if c.Log.Format == "" {
-		c.Log.Format = "json"
+		c.Log.Format = "auto"
 	}
 	confkey.Default(&c.Run.ShutdownTimeout, 25*time.Second)
 	confkey.Default(&c.Run.ProgressInterval, 30*time.Second)
@@ -258,7 +258,7 @@ func (c *Config) Validate() error {
 	if err := confkey.OneOf("log.level", c.Log.Level, "debug", "info", "warn", "error"); err != nil {
 		return err
 	}
-	if err := confkey.OneOf("log.format", c.Log.Format, "json", "text"); err != nil {
+	if err := confkey.OneOf("log.format", c.Log.Format, "auto", "json", "text"); err != nil {
 		return err
 	}
 	if c.Run.ShutdownTimeout < time.Second {

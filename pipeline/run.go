@@ -98,6 +98,7 @@ func NewJob(ctx context.Context, cfg *Config, deps Deps) (*Job, error) {
 		j.Close()
 		return nil, err
 	}
+	j.metrics.ready.sinks.Store(true)
 	return j, nil
 }
 
@@ -212,6 +213,7 @@ const mskDescribeConfigsAction = "kafka-cluster:DescribeClusterDynamicConfigurat
 func (j *Job) Run(ctx context.Context, mode Mode) error {
 	stop := j.progress(ctx)
 	defer stop()
+	defer context.AfterFunc(ctx, j.metrics.Stopping)()
 	if mode.replay() {
 		return j.runReplay(ctx, mode)
 	}
@@ -446,6 +448,7 @@ func (j *Job) runReplay(ctx context.Context, mode Mode) error {
 			return err
 		}
 	}
+	j.metrics.ready.joined.Store(true) // no group to join: reading is ready
 	reached, err := j.runPartitions(ctx, context.Background(), parts, noCommit{}, targets, mode)
 	if err == nil && !reached {
 		return stoppedEarly(mode)
@@ -493,6 +496,7 @@ func (j *Job) newWorker(topic string, partition int, commit committer, target in
 		sinks: j.sinks, dead: j.dead, onError: j.cfg.DeadLetter.OnError, onOutOfRange: k.OnOffsetOutOfRange,
 		limits: j.cfg.Batch, budget: j.budget, limiter: j.limiter, stats: j.stats, prefix: prefix,
 		target: target, flushWait: j.cfg.Run.ShutdownTimeout, log: log, fetchMax: int64(k.Fetch.MaxBytes),
+		metrics: j.metrics, progress: j.metrics.partitions.stats(topic, partition),
 		originals: j.cfg.Sinks.Kafka != nil && j.cfg.Sinks.Kafka.Value == "original", columns: len(j.decoder.Schema().Fields),
 	}
 }

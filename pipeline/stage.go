@@ -61,7 +61,7 @@ func (w *worker) stage(ctx context.Context) (bool, error) {
 		batch := &sink.Batch{Topic: w.topic, Partition: w.partition, First: b.first, Schema: w.decoder.Schema(),
 			Rows: b.rows, Sources: b.sources, Staged: b.staged, Prefix: w.prefix}
 		for _, s := range stagers {
-			if err := retry(ctx, w.log, "staging a batch", func() error {
+			if err := retry(ctx, w.log, "staging a batch", w.metrics.retrier(sinkKind(s)), func() error {
 				full, err := s.Stage(ctx, batch)
 				b.full = b.full || full
 				return err

@@ -50,6 +50,8 @@ type worker struct {
 	columns      int    // output columns, for the memory estimate
 	flushWait    time.Duration
 	log          *slog.Logger
+	metrics      *Metrics        // nil in tests: nothing recorded
+	progress     *partitionStats // nil in tests
 	fetchMax     int64 // kafka.fetch.max_bytes: the first fetch's reservation; 0 reserves per record only
 
 	fetchGuess int64 // the next fetch's reservation: the last fetch's bytes
@@ -127,7 +129,7 @@ func (w *worker) loop(ctx context.Context) error {
 			}
 			return err
 		}
-		msgs, _, err := w.reader.Fetch(ctx)
+		msgs, high, err := w.reader.Fetch(ctx)
 		if ctx.Err() != nil {
 			return w.stop()
 		}
@@ -136,6 +138,7 @@ func (w *worker) loop(ctx context.Context) error {
 			var rangeErr *fetch.OffsetOutOfRangeError
 			if !errors.As(err, &rangeErr) {
 				w.log.Warn("fetch failed; retrying", "err", err)
+				w.metrics.retried(opFetch)
 				if !clock.Sleep(ctx, time.Second) {
 					return w.stop()
 				}
@@ -187,6 +190,10 @@ func (w *worker) loop(ctx context.Context) error {
 			w.next = w.target
 		} else {
 			w.next = max(w.next, w.reader.Offset())
+		}
+		w.progress.setLag(high, w.next)
+		if w.next > w.batch.first {
+			w.progress.taken(time.Now())
 		}
 		switch {
 		case w.cut >= 0 && w.next > w.cut:
@@ -340,6 +347,7 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 	if err := w.commitRetrying(ctx, last+1, ""); err != nil {
 		return err
 	}
+	w.progress.committed()
 	w.stats.Batches.Add(1)
 	w.stats.Rows.Add(int64(b.staged + len(b.rows)))
 	w.stats.DeadLetters.Add(int64(len(b.dead)))
@@ -354,7 +362,12 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 // kafka-go looks the coordinator up afresh for every commit) is waited out,
 // a fence is final.
 func (w *worker) commitRetrying(ctx context.Context, offset int64, metadata string) error {
-	return retry(ctx, w.log, "committing offset "+strconv.FormatInt(offset, 10), func() error {
+	step := stepNext
+	if metadata != "" {
+		step = stepCut
+	}
+	defer w.metrics.timeCommit(step, time.Now())
+	return retry(ctx, w.log, "committing offset "+strconv.FormatInt(offset, 10), w.metrics.retrier(opCommit), func() error {
 		return w.commit.commit(ctx, w.topic, w.partition, offset, metadata)
 	})
 }
@@ -370,15 +383,17 @@ func (w *worker) deliver(ctx context.Context, last int64) error {
 		if len(batch.Rows) == 0 && b.staged == 0 {
 			break
 		}
-		if err := retry(ctx, w.log, "writing a batch", func() error { return s.Write(ctx, batch) }); err != nil {
+		kind, start := sinkKind(s), time.Now()
+		if err := retry(ctx, w.log, "writing a batch", w.metrics.retrier(kind), func() error { return s.Write(ctx, batch) }); err != nil {
 			return err
 		}
+		w.metrics.timeFlush(kind, start)
 	}
 	for _, d := range w.dead {
 		if len(b.dead) == 0 {
 			break
 		}
-		if err := retry(ctx, w.log, "writing dead letters", func() error {
+		if err := retry(ctx, w.log, "writing dead letters", w.metrics.retrier(opDeadLetter), func() error {
 			return d.writeDeadLetters(ctx, &deadBatch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Prefix: w.prefix, Letters: b.dead})
 		}); err != nil {
 			return err
@@ -432,8 +447,8 @@ func (w *worker) wait(ctx context.Context, n int) error {
 }
 
 // retry calls f with capped exponential backoff until it succeeds, ctx ends,
-// or the error is one retrying cannot fix.
-func retry(ctx context.Context, log *slog.Logger, what string, f func() error) error {
+// or the error is one retrying cannot fix; onRetry counts each new attempt.
+func retry(ctx context.Context, log *slog.Logger, what string, onRetry func(), f func() error) error {
 	backoff := 250 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := f()
@@ -441,6 +456,7 @@ func retry(ctx context.Context, log *slog.Logger, what string, f func() error) e
 			return err
 		}
 		log.Warn(what+" failed; retrying", "attempt", attempt, "backoff", backoff, "err", err)
+		onRetry()
 		if !clock.Sleep(ctx, backoff) {
 			return fmt.Errorf("%s: %w (gave up: %v)", what, err, ctx.Err())
 		}
