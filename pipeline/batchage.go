@@ -15,20 +15,20 @@ import (
 // shows here as an age that keeps growing, long before the lag alerts.
 type BatchAges struct {
 	mu    sync.Mutex
-	since map[partitionKey]*atomic.Int64 // unix nanos; 0: nothing held
+	since map[ageKey]*atomic.Int64 // unix nanos; 0: nothing held
 }
 
-type partitionKey struct {
+type ageKey struct {
 	topic     string
 	partition int
 }
 
-func newBatchAges() *BatchAges { return &BatchAges{since: map[partitionKey]*atomic.Int64{}} }
+func newBatchAges() *BatchAges { return &BatchAges{since: map[ageKey]*atomic.Int64{}} }
 
 // track starts reporting a partition; the returned func stops it (the
 // partition moved to another member).
 func (a *BatchAges) track(topic string, partition int) (*atomic.Int64, func()) {
-	k := partitionKey{topic, partition}
+	k := ageKey{topic, partition}
 	v := new(atomic.Int64)
 	a.mu.Lock()
 	a.since[k] = v

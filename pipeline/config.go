@@ -16,6 +16,7 @@ import (
 	"github.com/logstore/logstore/internal/confkey"
 	"github.com/logstore/logstore/internal/secret"
 	"github.com/logstore/logstore/pipeline/decode"
+	"github.com/logstore/logstore/pipeline/fetch"
 	"github.com/logstore/logstore/rack"
 	"github.com/logstore/logstore/sink"
 )
@@ -67,6 +68,11 @@ type FetchConfig struct {
 	// PreferredReplicaLease is how long a reader follows the replica the
 	// leader preferred before asking the leader again (KIP-392).
 	PreferredReplicaLease time.Duration `yaml:"preferred_replica_lease"`
+	// ReplicaBackoff is how long a reader reads from the leader alone after
+	// its preferred replica failed, doubling with each failure in a row up
+	// to ReplicaBackoffMax.
+	ReplicaBackoff    time.Duration `yaml:"replica_backoff"`
+	ReplicaBackoffMax time.Duration `yaml:"replica_backoff_max"`
 }
 
 // TLSConfig is `kafka.tls`.
@@ -88,13 +94,15 @@ type SASLConfig struct {
 }
 
 // BatchConfig is the flush rule: a partition's open batch is cut at whichever
-// limit comes first.
+// limit comes first (and, with a files sink, once a file reaches
+// sinks.files.target_file_bytes). MaxRows and MaxBytes 0 set no limit.
 type BatchConfig struct {
 	MaxRows  int           `yaml:"max_rows"`
 	MaxBytes int64         `yaml:"max_bytes"`
 	MaxAge   time.Duration `yaml:"max_age"`
-	// MemoryBudget bounds the bytes held in open batches across all
-	// partitions; when it is full, fetching pauses.
+	// MemoryBudget bounds the bytes a member holds between fetch and sinks
+	// (fetched records, decoded rows not yet staged, dead letters) across
+	// all partitions; when it is spent, fetching pauses.
 	MemoryBudget int64 `yaml:"memory_budget"`
 }
 
@@ -118,7 +126,7 @@ type MetricsConfig struct {
 // LogConfig is the structured log.
 type LogConfig struct {
 	Level  string `yaml:"level"`  // debug, info, warn, error
-	Format string `yaml:"format"` // json or text
+	Format string `yaml:"format"` // auto (text on a terminal, else JSON), json or text
 }
 
 // RunConfig is the job's lifecycle.
@@ -153,18 +161,18 @@ func (c *Config) SetDefaults() {
 		k.OnOffsetOutOfRange = "fail"
 	}
 	confkey.Default(&k.Fetch.MinBytes, 1)
-	confkey.Default(&k.Fetch.MaxBytes, 8<<20)
+	confkey.Default(&k.Fetch.MaxBytes, 1<<20)
 	confkey.Default(&k.Fetch.MaxWait, 500*time.Millisecond)
 	confkey.Default(&k.Fetch.PreferredReplicaLease, 5*time.Minute)
+	confkey.Default(&k.Fetch.ReplicaBackoff, fetch.DefaultReplicaBackoff)
+	confkey.Default(&k.Fetch.ReplicaBackoffMax, fetch.DefaultReplicaBackoffMax)
 	confkey.Default(&k.SessionTimeout, 30*time.Second)
 	confkey.Default(&k.HeartbeatInterval, 3*time.Second)
 	confkey.Default(&k.RebalanceTimeout, 30*time.Second)
 	c.Rack.SetDefaults()
 	c.Schema.SetDefaults()
-	confkey.Default(&c.Batch.MaxRows, 500_000)
-	confkey.Default(&c.Batch.MaxBytes, 128<<20)
 	confkey.Default(&c.Batch.MaxAge, 5*time.Minute)
-	confkey.Default(&c.Batch.MemoryBudget, 256<<20)
+	confkey.Default(&c.Batch.MemoryBudget, 128<<20)
 	c.Sinks.SetDefaults()
 	if c.DeadLetter.OnError == "" {
 		c.DeadLetter.OnError = "dead_letter"
@@ -173,7 +181,7 @@ func (c *Config) SetDefaults() {
 		c.Log.Level = "info"
 	}
 	if c.Log.Format == "" {
-		c.Log.Format = "json"
+		c.Log.Format = "auto"
 	}
 	confkey.Default(&c.Run.ShutdownTimeout, 25*time.Second)
 	confkey.Default(&c.Run.ProgressInterval, 30*time.Second)
@@ -216,6 +224,9 @@ func (c *Config) Validate() error {
 	if k.MaxRecordsPerSecond < 0 {
 		return confkey.Errorf("kafka.max_records_per_second", "must be 0 (unlimited) or positive")
 	}
+	if f := k.Fetch; f.ReplicaBackoff < 0 || f.ReplicaBackoffMax < f.ReplicaBackoff {
+		return confkey.Errorf("kafka.fetch.replica_backoff_max", "%s is shorter than replica_backoff (%s); the wait only grows", f.ReplicaBackoffMax, f.ReplicaBackoff)
+	}
 	if k.HeartbeatInterval >= k.SessionTimeout {
 		return confkey.Errorf("kafka.heartbeat_interval", "must be shorter than session_timeout (%s)", k.SessionTimeout)
 	}
@@ -229,8 +240,8 @@ func (c *Config) Validate() error {
 	if b.MaxRows < 0 || b.MaxBytes < 0 || b.MaxAge < 0 {
 		return confkey.Errorf("batch", "limits must be positive")
 	}
-	if b.MemoryBudget < b.MaxBytes {
-		return confkey.Errorf("batch.memory_budget", "%d is smaller than batch.max_bytes (%d); one batch must fit", b.MemoryBudget, b.MaxBytes)
+	if b.MemoryBudget < 16<<20 {
+		return confkey.Errorf("batch.memory_budget", "%d is below the minimum of 16 MiB (16777216)", b.MemoryBudget)
 	}
 	if err := prefixed("sinks.", c.Sinks.Validate()); err != nil {
 		return err
@@ -247,7 +258,7 @@ func (c *Config) Validate() error {
 	if err := confkey.OneOf("log.level", c.Log.Level, "debug", "info", "warn", "error"); err != nil {
 		return err
 	}
-	if err := confkey.OneOf("log.format", c.Log.Format, "json", "text"); err != nil {
+	if err := confkey.OneOf("log.format", c.Log.Format, "auto", "json", "text"); err != nil {
 		return err
 	}
 	if c.Run.ShutdownTimeout < time.Second {

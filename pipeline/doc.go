@@ -12,9 +12,13 @@
 //     commit first with the cut mark "cut:<last> layout:<fingerprint> <layout>"
 //     as metadata (generation-fenced; see mark.go);
 //  3. write the batch to every sink under names made of topic, partition,
-//     first and last (rows a sink refuses for good become dead letters
-//     first), then its dead letters, then the partition's resume record in
-//     the output;
+//     first and last, then its dead letters, then the partition's resume
+//     record in the output. Sinks that stage (stage.go) take the batch's
+//     rows as they pile up, before the cut; rows a sink refuses for good
+//     become dead letters where they are staged, before any sink has them,
+//     by the row alone, so a re-cut staged in other chunks gives the same
+//     files. A re-cut stages under the layout of its mark and never waits
+//     on the memory budget;
 //  4. commit next.
 //
 // The invariant: the committed offset moves past a record only after every

@@ -17,7 +17,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -719,15 +718,7 @@ func plannerOptimum(t *testing.T, client *kafka.Client, topic string, follower b
 func TestGroupFailoverWhenLocalBrokerStops(t *testing.T) {
 	client := testkit.RequireCluster(t)
 	const partitions = 12
-	topic := createGroupTopic(t, client, spreadRF3()...)
-	group := groupAwayFrom(t, client, 1)
-
-	var stopped atomic.Bool
-	t.Cleanup(func() {
-		if stopped.Load() {
-			testkit.ClusterScript(t, "start-node", "1")
-		}
-	})
+	topic, group, stopped := outageSetup(t, client, 1)
 
 	// Records arrive once the group is balanced: the joins' rebalances are
 	// not what this test is about.
@@ -739,37 +730,7 @@ func TestGroupFailoverWhenLocalBrokerStops(t *testing.T) {
 	t.Logf("group assignment %v", assigned)
 
 	// From now on, one record per partition every 20 ms.
-	var produced atomic.Int64
-	stopProducing := make(chan struct{})
-	producing := make(chan struct{})
-	go func() {
-		defer close(producing)
-		cl := testkit.Producer(t, topic)
-		defer cl.Close()
-		gen := loggen.New(3, time.Now(), time.Millisecond)
-		for {
-			select {
-			case <-stopProducing:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-			var recs []*kgo.Record
-			for p := range partitions {
-				recs = append(recs, logRecord(gen, p))
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-				t.Errorf("produce: %v", err)
-			} else {
-				produced.Add(int64(len(recs)))
-			}
-			cancel()
-		}
-	}()
-	stopProducer := sync.OnceFunc(func() {
-		close(stopProducing)
-		<-producing
-	})
+	produced, stopProducer := produceSteadily(t, topic, partitions)
 	defer stopProducer()
 
 	// rows is what the az-a member has committed; fetched what it read,
@@ -778,15 +739,7 @@ func TestGroupFailoverWhenLocalBrokerStops(t *testing.T) {
 	fetched := func() locality { return localityOf(a.job.FetchStats().Snapshot(), a.zone) }
 	waitFor := func(what string, limit time.Duration, ok func() bool) time.Time {
 		t.Helper()
-		deadline := time.Now().Add(limit)
-		for !ok() {
-			requireRunning(t, ms[:1]) // the others' failures are reported at the end
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within %v", what, limit)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		return time.Now()
+		return waitWhileRunning(t, ms[:1], what, limit, ok) // the others' failures are reported at the end
 	}
 	start := fetched()
 	startRows := rows()
@@ -829,18 +782,7 @@ func TestGroupFailoverWhenLocalBrokerStops(t *testing.T) {
 		up.Sub(startAt).Round(time.Millisecond), backAt.Sub(up).Round(time.Millisecond), o.lease)
 
 	stopProducer()
-	to := endOffsets(t, client, topic, partitions)
-	from := map[int]int64{}
-	total := int64(0)
-	for _, end := range to {
-		total += end
-	}
-	if total < produced.Load() {
-		t.Fatalf("the topic holds %d records, but %d were acknowledged", total, produced.Load())
-	}
-	waitCovered(t, store, from, to, 30*time.Second)
-	stopAll(t, ms)
-	store.checkExactlyOnce(t, from, to)
+	finishExactlyOnce(t, client, topic, partitions, produced.Load(), store, ms)
 	for _, m := range ms {
 		l := localityOf(m.job.FetchStats().Snapshot(), m.zone)
 		t.Logf("member %s: %d rows; same-rack %d B, cross-rack %d B (share %.4f); bytes by broker %v",
@@ -854,11 +796,37 @@ func TestGroupFailoverWhenLocalBrokerStops(t *testing.T) {
 // move.
 func groupAwayFrom(t *testing.T, client *kafka.Client, down int) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{"__consumer_offsets"}})
-	if err != nil || len(md.Topics) != 1 || md.Topics[0].Error != nil {
-		t.Fatalf("reading __consumer_offsets metadata: %v", err)
+	// A fresh cluster creates __consumer_offsets at the first
+	// FindCoordinator; wait until every partition of it has a leader.
+	var md *kafka.MetadataResponse
+	for {
+		var err error
+		_, _ = client.FindCoordinator(ctx, &kafka.FindCoordinatorRequest{Key: "logstore-probe"})
+		md, err = client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{"__consumer_offsets"}})
+		if err == nil && len(md.Topics) == 1 && md.Topics[0].Error == nil && len(md.Topics[0].Partitions) > 0 &&
+			!slices.ContainsFunc(md.Topics[0].Partitions, func(p kafka.Partition) bool { return p.Leader.Host == "" }) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("reading __consumer_offsets metadata: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// A cluster whose brokers started one by one may have every
+	// __consumer_offsets partition led by the first one up until the
+	// leader rebalance (minutes later): elect the preferred leaders now.
+	if moved := movedLeaders(md.Topics[0].Partitions); len(moved) > 0 {
+		if _, err := client.ElectLeaders(ctx, &kafka.ElectLeadersRequest{Topic: "__consumer_offsets", Partitions: moved, Timeout: 10 * time.Second}); err != nil {
+			t.Logf("electing the preferred leaders of __consumer_offsets: %v", err)
+		}
+		for len(moved) > 0 && ctx.Err() == nil {
+			time.Sleep(200 * time.Millisecond)
+			if m, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{"__consumer_offsets"}}); err == nil && len(m.Topics) == 1 && m.Topics[0].Error == nil {
+				md, moved = m, movedLeaders(m.Topics[0].Partitions)
+			}
+		}
 	}
 	offsets := map[int]kafka.Partition{}
 	for _, p := range md.Topics[0].Partitions {
@@ -891,4 +859,16 @@ func groupAwayFrom(t *testing.T, client *kafka.Client, down int) string {
 	}
 	t.Fatalf("no group name found whose coordinator avoids broker %d", down)
 	return ""
+}
+
+// movedLeaders lists the partitions not led by their preferred (first)
+// replica.
+func movedLeaders(ps []kafka.Partition) []int {
+	var out []int
+	for _, p := range ps {
+		if len(p.Replicas) > 0 && p.Leader.ID != p.Replicas[0].ID {
+			out = append(out, p.ID)
+		}
+	}
+	return out
 }

@@ -15,15 +15,19 @@ import (
 
 	"github.com/logstore/logstore/internal/confkey"
 	"github.com/logstore/logstore/internal/mskiam"
+	"github.com/logstore/logstore/pipeline/fetch"
 )
 
 // Clients holds the ways this job talks to the input cluster; every one of them
 // carries the same TLS and SASL settings.
 type Clients struct {
-	Brokers   []string
-	Dialer    *kafka.Dialer    // group membership, partition readers
-	Transport *kafka.Transport // admin-style requests: offsets, metadata, commits, producers
-	Client    *kafka.Client
+	Brokers []string
+	Dialer  *kafka.Dialer // partition readers
+	// GroupDialer is Dialer for kafka-go's group membership, renewing SASL
+	// sessions in place (KIP-368) so that their end causes no rebalance.
+	GroupDialer *kafka.Dialer
+	Transport   *kafka.Transport // admin-style requests: offsets, metadata, commits, producers
+	Client      *kafka.Client
 }
 
 // NewClients builds the dialer, transport and client from the `kafka` section.
@@ -52,10 +56,11 @@ func NewClients(ctx context.Context, k InputConfig) (*Clients, error) {
 		MetadataTTL: 30 * time.Second,
 	}
 	return &Clients{
-		Brokers:   k.Brokers,
-		Dialer:    dialer,
-		Transport: transport,
-		Client:    &kafka.Client{Addr: kafka.TCP(k.Brokers...), Transport: transport, Timeout: 30 * time.Second},
+		Brokers:     k.Brokers,
+		Dialer:      dialer,
+		GroupDialer: fetch.GroupDialer(dialer),
+		Transport:   transport,
+		Client:      &kafka.Client{Addr: kafka.TCP(k.Brokers...), Transport: transport, Timeout: 30 * time.Second},
 	}, nil
 }
 

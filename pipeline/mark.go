@@ -64,11 +64,32 @@ type layoutSink interface {
 	WithLayout(layout string) (*sink.Files, error)
 }
 
+// layoutSinks is the sinks and dead-letter writers for one layout.
+type layoutSinks struct {
+	layout string
+	sinks  []sink.Sink
+	dead   []deadLetterWriter
+}
+
+// batchLayout is the layout of the open batch: the pending cut's, when its
+// mark recorded another, else the current one.
+func (w *worker) batchLayout() string {
+	if w.cut >= 0 && w.cutLayout != "" {
+		return w.cutLayout
+	}
+	return w.layout
+}
+
 // withLayout is the worker's sinks and dead-letter writers, those that
-// name files writing under layout (the current one: as they are).
+// name files writing under layout (the current one: as they are). The
+// same layout gives the same sinks, so what was staged into them is there
+// when the batch is written.
 func (w *worker) withLayout(layout string) ([]sink.Sink, []deadLetterWriter, error) {
 	if layout == w.layout {
 		return w.sinks, w.dead, nil
+	}
+	if w.other != nil && w.other.layout == layout {
+		return w.other.sinks, w.other.dead, nil
 	}
 	sinks := slices.Clone(w.sinks)
 	for i, s := range sinks {
@@ -90,5 +111,6 @@ func (w *worker) withLayout(layout string) ([]sink.Sink, []deadLetterWriter, err
 			dead[i] = fileDeadLetters{f}
 		}
 	}
+	w.other = &layoutSinks{layout: layout, sinks: sinks, dead: dead}
 	return sinks, dead, nil
 }

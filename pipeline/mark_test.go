@@ -2,10 +2,12 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
 )
 
@@ -70,5 +72,31 @@ func TestWorkerRecutKeepsTheLayoutOfItsMark(t *testing.T) {
 	}
 	if c.calls[0].meta != markOf(1, old.Layout()) || c.calls[2].meta != markOf(3, now.Layout()) {
 		t.Errorf("marks %q, %q: want each with the layout its batch was written with", c.calls[0].meta, c.calls[2].meta)
+	}
+}
+
+// TestWorkerRecutStagesWithTheLayoutOfItsMark: a re-cut whose rows are
+// staged into the sinks as they come (a budget far below the batch) stages
+// them under the layout of its mark, into the sink its Write then closes.
+func TestWorkerRecutStagesWithTheLayoutOfItsMark(t *testing.T) {
+	dir := t.TempDir()
+	old, now := filesAt(t, dir, true), filesAt(t, dir, false)
+	w, _, _, _ := testWorker(t, &fakeLog{values: logValues(40, nil, nil), perFetch: 5}, 0, "dead_letter")
+	w.sinks, w.layout = []sink.Sink{now}, now.Layout()
+	w.budget = newBudget(2 * w.recordCost(&record.Record{Value: []byte(`{"n": 10}`)}))
+	if err := w.run(context.Background(), position{Offset: 0, Cut: 29, Layout: old.Layout()}); err != nil {
+		t.Fatal(err)
+	}
+	if w.stats.StagedRows.Load() < 20 {
+		t.Fatalf("%d rows staged: the test wants the re-cut staged", w.stats.StagedRows.Load())
+	}
+	var want []string
+	for n := range 30 {
+		want = append(want, fmt.Sprintf("n=%d/t-0-0-29.parquet", n))
+	}
+	want = append(want, "t-0-30-39.parquet")
+	slices.Sort(want)
+	if files := filesUnder(t, dir); !slices.Equal(files, want) {
+		t.Errorf("files %v, want %v", files, want)
 	}
 }

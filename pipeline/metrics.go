@@ -15,17 +15,36 @@ import (
 	"github.com/logstore/logstore/internal/confkey"
 	"github.com/logstore/logstore/pipeline/fetch"
 	"github.com/logstore/logstore/rack"
+	"github.com/logstore/logstore/sink"
 )
 
 // Metrics exposes the job's counters to Prometheus. Counters are read from
 // Stats and fetch.Stats at scrape time, so the hot path only does atomic adds.
 type Metrics struct {
-	reg       *prometheus.Registry
-	rackInfo  *prometheus.GaugeVec
-	rackMatch prometheus.Gauge
-	genGauge  prometheus.Gauge
-	assigned  prometheus.Gauge
+	reg        *prometheus.Registry
+	rackInfo   *prometheus.GaugeVec
+	rackMatch  prometheus.Gauge
+	genGauge   prometheus.Gauge
+	assigned   prometheus.Gauge
+	rebalances prometheus.Counter
+	flush      *prometheus.HistogramVec
+	commit     *prometheus.HistogramVec
+	retries    *prometheus.CounterVec
+	partitions partitionCollector
+	ready      readiness
 }
+
+// Retry operations (logstore_retries_total's op) and commit steps
+// (logstore_commit_duration_seconds' step).
+const (
+	opFetch      = "fetch"
+	opCommit     = "commit"
+	opFiles      = "files"
+	opKafka      = "kafka"
+	opDeadLetter = "dead_letter"
+	stepCut      = "cut"  // the mark (c, "cut:b")
+	stepNext     = "next" // b+1
+)
 
 // NewMetrics registers the job's metrics on reg (a new registry when nil).
 func NewMetrics(reg *prometheus.Registry) *Metrics {
@@ -33,18 +52,37 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 		reg = prometheus.NewRegistry()
 	}
 	m := &Metrics{
-		reg:       reg,
-		rackInfo:  prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "logstore_rack_info", Help: "The rack this worker reads as (1), with the detection source."}, []string{"rack", "source"}),
-		rackMatch: prometheus.NewGauge(prometheus.GaugeOpts{Name: "logstore_rack_matched", Help: "1 when the detected zone matches a broker rack; 0 means reading rack-blind."}),
-		genGauge:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "logstore_group_generation", Help: "The consumer group generation this member is in."}),
-		assigned:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "logstore_assigned_partitions", Help: "Partitions assigned to this member."}),
+		reg:        reg,
+		rackInfo:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "logstore_rack_info", Help: "The rack this worker reads as (1), with the detection source."}, []string{"rack", "source"}),
+		rackMatch:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "logstore_rack_matched", Help: "1 when the detected zone matches a broker rack; 0 means reading rack-blind."}),
+		genGauge:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "logstore_group_generation", Help: "The consumer group generation this member is in."}),
+		assigned:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "logstore_assigned_partitions", Help: "Partitions assigned to this member."}),
+		rebalances: prometheus.NewCounter(prometheus.CounterOpts{Name: "logstore_rebalances_total", Help: "Generations this member joined (the first join counts)."}),
+		// From a small local file (ms) to a large S3 upload riding out an outage.
+		flush: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "logstore_flush_duration_seconds",
+			Help:    "Time to write one cut batch to a sink, encoding, upload and retries included.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 12)}, []string{"sink"}),
+		commit: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "logstore_commit_duration_seconds",
+			Help:    "OffsetCommit latency, retries included: step cut commits (c, \"cut:b\"), step next commits b+1.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12)}, []string{"step"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "logstore_retries_total",
+			Help: "Operations retried after a transient error, by operation."}, []string{"op"}),
 	}
-	reg.MustRegister(m.rackInfo, m.rackMatch, m.genGauge, m.assigned,
+	// Every label value exists from the start, so a rate() over a clean
+	// run is 0, not absent.
+	for _, op := range []string{opFetch, opCommit, opFiles, opKafka, opDeadLetter} {
+		m.retries.WithLabelValues(op)
+	}
+	for _, step := range []string{stepCut, stepNext} {
+		m.commit.WithLabelValues(step)
+	}
+	reg.MustRegister(m.rackInfo, m.rackMatch, m.genGauge, m.assigned, m.rebalances, m.flush, m.commit, m.retries, &m.partitions,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
 func (m *Metrics) setRack(r rack.Result) {
+	m.ready.zone.Store(true)
 	m.rackInfo.WithLabelValues(r.Rack, r.Source).Set(1)
 	if r.Matched {
 		m.rackMatch.Set(1)
@@ -54,6 +92,9 @@ func (m *Metrics) setRack(r rack.Result) {
 }
 
 func (m *Metrics) generation(id int32, assigned map[string][]int) {
+	m.ready.joined.Store(true)
+	m.rebalances.Inc()
+	m.partitions.assign(assigned)
 	m.genGauge.Set(float64(id))
 	n := 0
 	for _, ps := range assigned {
@@ -75,6 +116,7 @@ func (m *Metrics) watch(s *Stats, f *fetch.Stats, readerRack string) {
 		counter("logstore_records_skipped_total", "Bad records dropped with dead_letter.on_error: skip.", s.Skipped.Load),
 		counter("logstore_batches_total", "Batches committed.", s.Batches.Load),
 		counter("logstore_budget_cuts_total", "Batches cut early because batch.memory_budget was full.", s.BudgetCuts.Load),
+		counter("logstore_rows_staged_total", "Rows handed to the sinks before their batch was cut.", s.StagedRows.Load),
 		counter("logstore_records_lost_total", "Records deleted by retention before they were read.", s.LostRecords.Load),
 		counter("logstore_sink_retries_total", "Sink and dead-letter writes tried again after an error (an outage holds the partition).", s.SinkRetries.Load),
 		counter("logstore_sink_refused_rows_total", "Rows a sink refused for good (too big, key too long), sent to the dead letters instead.", s.Refused.Load),
@@ -110,15 +152,61 @@ func (c *fetchCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// Serve serves /metrics on addr until ctx ends.
+// The worker's hooks; a nil *Metrics (workers built by tests) records nothing.
+
+func (m *Metrics) retried(op string) {
+	if m != nil {
+		m.retries.WithLabelValues(op).Inc()
+	}
+}
+
+func (m *Metrics) retrier(op string) func() {
+	return func() { m.retried(op) }
+}
+
+func (m *Metrics) timeCommit(step string, start time.Time) {
+	if m != nil {
+		m.commit.WithLabelValues(step).Observe(time.Since(start).Seconds())
+	}
+}
+
+func (m *Metrics) timeFlush(sinkKind string, start time.Time) {
+	if m != nil {
+		m.flush.WithLabelValues(sinkKind).Observe(time.Since(start).Seconds())
+	}
+}
+
+// sinkKind names a sink in metrics: files, kafka, or other (tests).
+func sinkKind(s sink.Sink) string {
+	switch s.(type) {
+	case *sink.Files:
+		return opFiles
+	case *sink.Kafka:
+		return opKafka
+	}
+	return "other"
+}
+
+// Handler serves /metrics, /healthz (alive) and /readyz (zone found, sinks
+// preflighted, group joined, not stopping).
+func (m *Metrics) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", healthz)
+	mux.HandleFunc("/readyz", m.ready.readyz)
+	return mux
+}
+
+// Stopping makes /readyz answer 503 from now on: the graceful stop began.
+func (m *Metrics) Stopping() { m.ready.stopping.Store(true) }
+
+// Serve serves Handler on addr until ctx ends.
 func (m *Metrics) Serve(ctx context.Context, addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return confkey.Errorf("metrics.listen", "%v", err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		srv.Close()

@@ -74,14 +74,24 @@ func (w *worker) refusedLetter(schema *sink.Schema, row sink.Row, src sink.Sourc
 	return RejectedRecord{Reason: "sink refused the row: " + strings.TrimSpace(reason), Record: m}
 }
 
-// retrySink is retry for sink and dead-letter writes, counting each retry
-// (logstore_sink_retries_total).
-func (w *worker) retrySink(ctx context.Context, what string, f func() error) error {
-	tries := 0
-	return retry(ctx, w.log, what, func() error {
-		if tries++; tries > 1 {
-			w.stats.SinkRetries.Add(1)
+// checkRows takes the rows the sinks' checks name (sink.RowChecker) out of
+// batch before any sink has them.
+func (w *worker) checkRows(sinks []sink.Sink, batch *sink.Batch) error {
+	for _, s := range sinks {
+		if c, ok := s.(sink.RowChecker); ok && len(batch.Rows) > 0 {
+			if err := w.refuse(batch, c.CheckRows(batch)); err != nil {
+				return err
+			}
 		}
-		return f()
-	})
+	}
+	return nil
+}
+
+// retrySink is retry for sink and dead-letter writes, counting each retry
+// (logstore_sink_retries_total, and logstore_retries_total under op).
+func (w *worker) retrySink(ctx context.Context, what, op string, f func() error) error {
+	return retry(ctx, w.log, what, func() {
+		w.stats.SinkRetries.Add(1)
+		w.metrics.retried(op)
+	}, f)
 }

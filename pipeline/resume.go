@@ -99,7 +99,7 @@ func (w *worker) saveResume(ctx context.Context, last int64) error {
 	if w.using != "" {
 		r.Layout = fingerprint(w.using)
 	}
-	return w.retrySink(ctx, "writing the resume record", func() error { return w.resume.saveResume(ctx, r) })
+	return w.retrySink(ctx, "writing the resume record", opFiles, func() error { return w.resume.saveResume(ctx, r) })
 }
 
 // resumed is where a partition starts when the output's resume record

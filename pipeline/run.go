@@ -93,11 +93,16 @@ func NewJob(ctx context.Context, cfg *Config, deps Deps) (*Job, error) {
 	j.metrics.setRack(j.rack)
 	j.metrics.watch(j.stats, j.fetch, j.rack.Rack)
 	log.Info("rack", "rack", j.rack.Rack, "source", j.rack.Source, "candidates", j.rack.Candidates, "broker_racks", brokerRacks)
-	j.follower = followerFetching(ctx, conn, cfg.Rack.FollowerFetching, log)
+	if cfg.Rack.Mode == rack.ModeBlind {
+		log.Info("rack-blind mode: no rack in fetches, every fetch from the leader; bytes are still counted by rack", "balancer", cfg.Rack.Balancer)
+	} else {
+		j.follower = followerFetching(ctx, conn, cfg.Rack.FollowerFetching, log)
+	}
 	if err := j.openSinks(ctx, deps); err != nil {
 		j.Close()
 		return nil, err
 	}
+	j.metrics.ready.sinks.Store(true)
 	return j, nil
 }
 
@@ -156,7 +161,9 @@ func brokerRacks(ctx context.Context, conn *Clients, k InputConfig) ([]string, e
 }
 
 // followerFetching resolves `rack.follower_fetching`: auto asks a broker for
-// replica.selector.class; a broker that won't say is taken as leader-only.
+// replica.selector.class; a broker that won't say is taken as leader-only,
+// with a warning, because every partition led in another zone then reads
+// across zones.
 func followerFetching(ctx context.Context, conn *Clients, setting string, log *slog.Logger) bool {
 	switch setting {
 	case "on":
@@ -166,13 +173,26 @@ func followerFetching(ctx context.Context, conn *Clients, setting string, log *s
 	}
 	md, err := conn.Client.Metadata(ctx, &kafka.MetadataRequest{})
 	if err != nil || len(md.Brokers) == 0 {
+		log.Warn("follower fetching: no broker answered metadata to ask for replica.selector.class; reading from leaders only (set rack.follower_fetching: on to override)", "err", err)
 		return false
 	}
 	resp, err := conn.Client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
 		ResourceType: kafka.ResourceTypeBroker, ResourceName: fmt.Sprint(md.Brokers[0].ID), ConfigNames: []string{"replica.selector.class"},
 	}}})
-	if err != nil || len(resp.Resources) == 0 || resp.Resources[0].Error != nil {
-		log.Info("follower fetching: the broker's replica.selector.class is not readable; assuming leader-only (set rack.follower_fetching: on to override)")
+	if err == nil && len(resp.Resources) == 0 {
+		err = errors.New("empty DescribeConfigs answer")
+	}
+	if err == nil {
+		err = resp.Resources[0].Error
+	}
+	if errors.Is(err, kafka.ClusterAuthorizationFailed) || errors.Is(err, kafka.TopicAuthorizationFailed) {
+		log.Warn("follower fetching: not allowed to read the brokers' replica.selector.class, so reading from leaders only: every partition led in another zone is read across zones. "+
+			"Grant DescribeConfigs on the cluster (Amazon MSK with IAM: the action "+mskDescribeConfigsAction+"), "+
+			"or set rack.follower_fetching: on if the brokers set replica.selector.class", "permission", mskDescribeConfigsAction, "err", err)
+		return false
+	}
+	if err != nil {
+		log.Warn("follower fetching: the broker's replica.selector.class is not readable; reading from leaders only (set rack.follower_fetching: on to override)", "err", err)
 		return false
 	}
 	for _, e := range resp.Resources[0].ConfigEntries {
@@ -182,8 +202,13 @@ func followerFetching(ctx context.Context, conn *Clients, setting string, log *s
 			return true
 		}
 	}
+	log.Info("follower fetching off: the brokers set no replica.selector.class, so they serve leaders only")
 	return false
 }
+
+// mskDescribeConfigsAction is the IAM action Amazon MSK checks for
+// DescribeConfigs on a broker.
+const mskDescribeConfigsAction = "kafka-cluster:DescribeClusterDynamicConfiguration"
 
 // Run runs the job until ctx ends or, in UntilNow and replay modes, until
 // the end offsets are reached. ctx's end is the graceful stop: fetching stops,
@@ -192,6 +217,7 @@ func followerFetching(ctx context.Context, conn *Clients, setting string, log *s
 func (j *Job) Run(ctx context.Context, mode Mode) error {
 	stop := j.progress(ctx)
 	defer stop()
+	defer context.AfterFunc(ctx, j.metrics.Stopping)()
 	if mode.replay() {
 		return j.runReplay(ctx, mode)
 	}
@@ -200,11 +226,11 @@ func (j *Job) Run(ctx context.Context, mode Mode) error {
 
 func (j *Job) runGroup(ctx context.Context, mode Mode) error {
 	k := j.cfg.Kafka
-	balancer := rack.NewBalancer(j.rack.Rack, j.follower)
+	balancer := rack.NewGroupBalancer(j.cfg.Rack, j.rack.Rack, j.follower)
 	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID:                    k.Group,
 		Brokers:               k.Brokers,
-		Dialer:                j.conn.Dialer,
+		Dialer:                j.conn.GroupDialer,
 		Topics:                k.Topics,
 		GroupBalancers:        []kafka.GroupBalancer{balancer},
 		HeartbeatInterval:     k.HeartbeatInterval,
@@ -229,11 +255,11 @@ func (j *Job) runGroup(ctx context.Context, mode Mode) error {
 		gen, err := group.Next(ctx)
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
-				return nil
+				return stoppedEarly(mode)
 			}
 			j.log.Warn("joining the group failed; retrying", "err", err)
 			if !clock.Sleep(ctx, time.Second) {
-				return nil
+				return stoppedEarly(mode)
 			}
 			continue
 		}
@@ -244,7 +270,9 @@ func (j *Job) runGroup(ctx context.Context, mode Mode) error {
 			}
 			sort.Ints(assigned[topic])
 		}
-		balancer.SetOwned(assigned)
+		if rb, ok := balancer.(*rack.Balancer); ok {
+			rb.SetOwned(assigned) // announced at the next join, to stay in place
+		}
 		j.log.Info("generation", "id", gen.ID, "member", gen.MemberID, "partitions", assigned)
 		j.metrics.generation(gen.ID, assigned)
 		commit := &groupCommitter{client: j.conn.Client, group: k.Group, generation: int(gen.ID), member: gen.MemberID}
@@ -267,11 +295,14 @@ func (j *Job) runGroup(ctx context.Context, mode Mode) error {
 			// move): rejoin and start again from the commits.
 			j.log.Warn("generation ended with an error; rejoining the group", "err", r.err)
 			if !clock.Sleep(ctx, time.Second) {
-				return nil
+				return stoppedEarly(mode)
 			}
 		}
-		if ctx.Err() != nil || (mode.UntilNow && r.reached) {
+		if mode.UntilNow && r.reached {
 			return nil
+		}
+		if ctx.Err() != nil {
+			return stoppedEarly(mode)
 		}
 	}
 }
@@ -457,37 +488,59 @@ func (j *Job) runReplay(ctx context.Context, mode Mode) error {
 			targets[topic][p] = r[1]
 		}
 	}
+	j.metrics.ready.joined.Store(true) // no group to join: reading is ready
 	reached, err := j.runPartitions(ctx, context.Background(), parts, noCommit{}, targets, mode)
-	if err != nil || !reached {
+	if err != nil {
 		return err
+	}
+	if !reached {
+		return stoppedEarly(mode)
 	}
 	mode.plan.Complete = true
 	return j.saveManifest(ctx, mode, mode.plan)
+}
+
+// ErrStoppedEarly is the end of a run with a target (--until now, a
+// replay) that was stopped (SIGTERM) before every partition reached it.
+// What was done is committed; running it again continues. The CLI exits
+// with its own code, so a scheduler can tell it from success.
+var ErrStoppedEarly = errors.New("stopped before reaching the end offsets; what was written is committed, run again to continue")
+
+// stoppedEarly is how a run that was stopped ends: ErrStoppedEarly when
+// the mode has a target, else a clean stop.
+func stoppedEarly(mode Mode) error {
+	if mode.UntilNow || mode.replay() {
+		return ErrStoppedEarly
+	}
+	return nil
 }
 
 func (j *Job) newWorker(topic string, partition int, commit committer, target int64, prefix string) *worker {
 	k := j.cfg.Kafka
 	log := j.log.With("topic", topic, "partition", partition)
 	reader := fetch.NewPartitionReader(fetch.ReaderConfig{
-		Brokers:        k.Brokers,
-		Dialer:         j.conn.Dialer,
-		Topic:          topic,
-		Partition:      partition,
-		Rack:           j.rack.Rack,
-		LeaderOnly:     !j.follower,
-		Isolation:      k.Isolation,
-		MinBytes:       k.Fetch.MinBytes,
-		MaxBytes:       k.Fetch.MaxBytes,
-		MaxWait:        k.Fetch.MaxWait,
-		PreferredLease: k.Fetch.PreferredReplicaLease,
-		Stats:          j.fetch,
-		Log:            j.log, // the reader names its topic and partition
+		Brokers:           k.Brokers,
+		Dialer:            j.conn.Dialer,
+		Topic:             topic,
+		Partition:         partition,
+		Rack:              j.rack.Rack,
+		LeaderOnly:        !j.follower,
+		Isolation:         k.Isolation,
+		MinBytes:          k.Fetch.MinBytes,
+		MaxBytes:          k.Fetch.MaxBytes,
+		MaxWait:           k.Fetch.MaxWait,
+		PreferredLease:    k.Fetch.PreferredReplicaLease,
+		ReplicaBackoff:    k.Fetch.ReplicaBackoff,
+		ReplicaBackoffMax: k.Fetch.ReplicaBackoffMax,
+		Stats:             j.fetch,
+		Log:               j.log, // the reader names its topic and partition
 	})
 	return &worker{
 		topic: topic, partition: partition, reader: reader, decoder: j.decoder, commit: commit,
 		sinks: j.sinks, dead: j.dead, onError: j.cfg.DeadLetter.OnError, onOutOfRange: k.OnOffsetOutOfRange,
 		limits: j.cfg.Batch, budget: j.budget, limiter: j.limiter, stats: j.stats, prefix: prefix,
-		target: target, flushWait: j.cfg.Run.ShutdownTimeout, log: log, layout: j.layout, resume: j.resume,
+		target: target, flushWait: j.cfg.Run.ShutdownTimeout, log: log, layout: j.layout, resume: j.resume, fetchMax: int64(k.Fetch.MaxBytes),
+		metrics: j.metrics, progress: j.metrics.partitions.stats(topic, partition),
 		originals: j.cfg.Sinks.Kafka != nil && j.cfg.Sinks.Kafka.Value == "original", columns: len(j.decoder.Schema().Fields),
 	}
 }

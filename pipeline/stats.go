@@ -15,6 +15,7 @@ type Stats struct {
 	Skipped           atomic.Int64 // bad records dropped with on_error: skip
 	Batches           atomic.Int64 // batches committed
 	BudgetCuts        atomic.Int64 // batches cut early because the memory budget was full
+	StagedRows        atomic.Int64 // rows handed to the sinks before their batch was cut
 	BackpressureNanos atomic.Int64 // time fetching waited for memory
 	LostRecords       atomic.Int64 // records deleted by retention before they were read
 	SinkRetries       atomic.Int64 // sink and dead-letter writes tried again after an error
@@ -23,6 +24,7 @@ type Stats struct {
 	UnwritableLetters atomic.Int64 // dead letters no destination could take (logged instead)
 	OffsetResets      atomic.Int64 // on_offset_out_of_range applied: a position outside the log
 	RecutOverBudget   atomic.Int64 // bytes re-cuts held beyond batch.memory_budget instead of waiting
+	FirstRecord       atomic.Int64 // when the first record arrived, Unix nanoseconds; 0 before
 	Ages              *BatchAges   // the age of each partition's oldest uncommitted record
 }
 

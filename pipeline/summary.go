@@ -12,6 +12,8 @@ type Summary struct {
 	Rack             string           `json:"rack"`
 	RackSource       string           `json:"rack_source"`
 	Elapsed          time.Duration    `json:"elapsed_ns"`
+	Started          time.Time        `json:"started"`
+	FirstRecord      time.Time        `json:"first_record"` // zero until a record arrived
 	Records          int64            `json:"records"`
 	Rows             int64            `json:"rows"`
 	Filtered         int64            `json:"filtered"`
@@ -20,6 +22,7 @@ type Summary struct {
 	Batches          int64            `json:"batches"`
 	LostRecords      int64            `json:"lost_records"`
 	RecordsPerSecond float64          `json:"records_per_second"`
+	WaitedForMemory  time.Duration    `json:"waited_for_memory_ns"` // fetching paused by batch.memory_budget, summed over partitions
 	SameRackBytes    int64            `json:"same_rack_bytes"`
 	CrossRackBytes   int64            `json:"cross_rack_bytes"`
 	BytesByRack      map[string]int64 `json:"bytes_by_broker_rack"`
@@ -34,7 +37,10 @@ func (j *Job) Summary() Summary {
 		Records: s.Records.Load(), Rows: s.Rows.Load(), Filtered: s.Filtered.Load(),
 		DeadLetters: s.DeadLetters.Load(), Skipped: s.Skipped.Load(), Batches: s.Batches.Load(),
 		LostRecords: s.LostRecords.Load(), SameRackBytes: f.SameRackBytes, CrossRackBytes: f.CrossRackBytes,
-		BytesByRack: f.ByRack(),
+		BytesByRack: f.ByRack(), Started: s.Started, WaitedForMemory: time.Duration(s.BackpressureNanos.Load()),
+	}
+	if t := s.FirstRecord.Load(); t != 0 {
+		sum.FirstRecord = time.Unix(0, t)
 	}
 	if el > 0 {
 		sum.RecordsPerSecond = float64(sum.Records) / el.Seconds()
@@ -55,9 +61,15 @@ func (s Summary) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  rack             %s (from %s)\n", rack, source)
 	fmt.Fprintf(w, "  elapsed          %s\n", s.Elapsed.Round(time.Millisecond))
+	if !s.FirstRecord.IsZero() {
+		fmt.Fprintf(w, "  first record     %s after start (unix ms %d)\n", s.FirstRecord.Sub(s.Started).Round(time.Millisecond), s.FirstRecord.UnixMilli())
+	}
 	fmt.Fprintf(w, "  records read     %d (%.0f/s)\n", s.Records, s.RecordsPerSecond)
 	fmt.Fprintf(w, "  rows written     %d in %d batches\n", s.Rows, s.Batches)
 	fmt.Fprintf(w, "  dead letters     %d\n", s.DeadLetters)
+	if s.WaitedForMemory > 0 {
+		fmt.Fprintf(w, "  waited for memory %s (summed over partitions; batch.memory_budget)\n", s.WaitedForMemory.Round(time.Millisecond))
+	}
 	if s.Filtered+s.Skipped+s.LostRecords > 0 {
 		fmt.Fprintf(w, "  filtered         %d, skipped %d, lost to retention %d\n", s.Filtered, s.Skipped, s.LostRecords)
 	}

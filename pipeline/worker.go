@@ -54,6 +54,12 @@ type worker struct {
 	stride       int64       // a backfill's cut points (plannedCut); 0 otherwise
 	flushWait    time.Duration
 	log          *slog.Logger
+	metrics      *Metrics        // nil in tests: nothing recorded
+	progress     *partitionStats // nil in tests
+	fetchMax     int64           // kafka.fetch.max_bytes: the first fetch's reservation; 0 reserves per record only
+
+	fetchGuess int64 // the next fetch's reservation: the last fetch's bytes
+	fetchHeld  int64 // the budget the current fetch holds
 
 	batch   openBatch
 	next    int64         // the next offset to take
@@ -65,6 +71,10 @@ type worker struct {
 	// the current one; using is the layout of the batch being written.
 	cutLayout string
 	using     string
+	// other is the sinks writing under a layout other than the current one
+	// (the pending cut's), kept so the rows staged into them are the ones
+	// its Write finds.
+	other *layoutSinks
 }
 
 // openBatch is the records read since the last cut.
@@ -73,8 +83,13 @@ type openBatch struct {
 	rows    []sink.Row
 	sources []sink.Source
 	dead    []RejectedRecord
-	bytes   int64
+	bytes   int64 // the budget held for rows not yet staged and for dead letters
 	opened  time.Time
+
+	deadBytes   int64 // of bytes, held for dead letters
+	staged      int   // rows handed to the sinks before the cut (stage.go)
+	stagedBytes int64 // their estimate, for max_bytes
+	full        bool  // a sink said the batch reached its target size
 }
 
 // errFatal marks an error that must stop the whole job (on_error: fail,
@@ -107,7 +122,11 @@ func (w *worker) run(ctx context.Context, pos position) error {
 	}
 	w.reader.SetOffset(w.next)
 	w.batch = openBatch{first: w.next, opened: time.Now()}
-	defer func() { w.budget.release(w.batch.bytes) }()
+	defer func() {
+		w.budget.release(w.batch.bytes)
+		w.releaseFetch()
+		w.discardStaged()
+	}()
 	var untrack func()
 	w.held, untrack = w.stats.Ages.track(w.topic, w.partition)
 	defer untrack()
@@ -133,14 +152,23 @@ func (w *worker) loop(ctx context.Context) error {
 			w.reached = true
 			return nil
 		}
-		msgs, _, err := w.reader.Fetch(ctx)
+		w.releaseFetch()
+		if err := w.reserveFetch(ctx); err != nil {
+			if ctx.Err() != nil {
+				return w.stop()
+			}
+			return err
+		}
+		msgs, high, err := w.reader.Fetch(ctx)
 		if ctx.Err() != nil {
 			return w.stop()
 		}
+		w.settleFetch(msgs)
 		if err != nil {
 			var rangeErr *fetch.OffsetOutOfRangeError
 			if !errors.As(err, &rangeErr) {
 				w.log.Warn("fetch failed; retrying", "err", err)
+				w.metrics.retried(opFetch)
 				if !clock.Sleep(ctx, time.Second) {
 					return w.stop()
 				}
@@ -178,6 +206,9 @@ func (w *worker) loop(ctx context.Context) error {
 			if err := w.take(m); err != nil {
 				return err
 			}
+			if err := w.stageIfDue(ctx); err != nil {
+				return err
+			}
 			w.next = m.Offset + 1
 			if w.cut < 0 && w.full() {
 				if err := w.flush(ctx, w.next-1); err != nil {
@@ -189,6 +220,10 @@ func (w *worker) loop(ctx context.Context) error {
 			w.next = w.target
 		} else {
 			w.next = max(w.next, w.reader.Offset())
+		}
+		w.progress.setLag(high, w.next)
+		if w.next > w.batch.first {
+			w.progress.taken(time.Now())
 		}
 		switch {
 		case w.cut >= 0 && w.next > w.cut:
@@ -238,12 +273,16 @@ func (w *worker) stop() error {
 // fetch.
 func (w *worker) full() bool {
 	b := &w.batch
-	return len(b.rows)+len(b.dead) >= w.limits.MaxRows || b.bytes >= w.limits.MaxBytes
+	return (w.limits.MaxRows > 0 && len(b.rows)+b.staged+len(b.dead) >= w.limits.MaxRows) || b.full ||
+		(w.limits.MaxBytes > 0 && b.bytes+b.stagedBytes >= w.limits.MaxBytes)
 }
 
 // reserve takes the record's bytes from the memory budget. When the budget is
-// full, the worker cuts its own batch rather than wait for others that may be
-// waiting too; it waits only with nothing to give back, and a re-cut never.
+// full, the worker stages its rows into the sinks (stage.go) and takes the
+// bytes even past the budget: the record is already fetched, and the next
+// fetch waits until the excess is back. When the sinks cannot stage, it cuts
+// its own batch rather than wait for others that may be waiting too; it
+// waits only with nothing to give back. A re-cut never waits (recutReserve).
 func (w *worker) reserve(ctx context.Context, m *record.Record) error {
 	n := w.budget.clamp(w.recordCost(m))
 	if w.budget.tryAcquire(n) {
@@ -251,24 +290,15 @@ func (w *worker) reserve(ctx context.Context, m *record.Record) error {
 		return nil
 	}
 	if w.cut >= 0 {
-		// A re-cut cannot end early, and waiting could be for ever: every
-		// partition's budget share may be held by re-cuts, or the budget
-		// was lowered below the batch. It is bounded by the batch the old
-		// flush rule cut, and it shows in logstore_recut_over_budget_bytes_total.
-		w.stats.RecutOverBudget.Add(n) // held beyond the budget: never released to it
-		return nil
-	}
-	if w.cut < 0 && w.next > w.batch.first {
-		w.stats.BudgetCuts.Add(1)
-		if err := w.flush(ctx, w.next-1); err != nil {
+		if err := w.recutReserve(ctx, n); err != nil {
 			return err
 		}
+		w.batch.bytes += n
+		return nil
 	}
-	start := time.Now()
-	if err := w.budget.acquire(ctx, n); err != nil {
+	if err := w.makeRoom(ctx, n, true); err != nil {
 		return err
 	}
-	w.stats.BackpressureNanos.Add(int64(time.Since(start)))
 	w.batch.bytes += n
 	return nil
 }
@@ -300,7 +330,14 @@ func (w *worker) take(m *record.Record) error {
 	row, keep, err := w.decoder.Decode(m, w.slab[:w.columns:w.columns])
 	b := &w.batch
 	if err != nil {
-		return w.onBadRecord(m.Offset, err.Error(), func() RejectedRecord { return RejectedRecord{Reason: err.Error(), Record: detach(m)} })
+		dead := len(b.dead)
+		if err := w.onBadRecord(m.Offset, err.Error(), func() RejectedRecord { return RejectedRecord{Reason: err.Error(), Record: detach(m)} }); err != nil {
+			return err
+		}
+		if len(b.dead) > dead {
+			b.deadBytes += w.budget.clamp(w.recordCost(m))
+		}
+		return nil
 	}
 	if !keep {
 		w.stats.Filtered.Add(1)
@@ -335,11 +372,8 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 	if last < b.first {
 		return nil
 	}
-	w.using = w.layout
-	if last == w.cut && w.cutLayout != "" {
-		w.using = w.cutLayout
-	}
-	if len(b.rows) > 0 || len(b.dead) > 0 {
+	w.using = w.batchLayout()
+	if len(b.rows) > 0 || b.staged > 0 || len(b.dead) > 0 {
 		if err := w.commitRetrying(ctx, b.first, markOf(last, w.using)); err != nil {
 			return err
 		}
@@ -355,10 +389,11 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 	if err := w.commitRetrying(ctx, last+1, ""); err != nil {
 		return err
 	}
+	w.progress.committed()
 	w.stats.Batches.Add(1)
-	w.stats.Rows.Add(int64(len(b.rows)))
+	w.stats.Rows.Add(int64(b.staged + len(b.rows)))
 	w.stats.DeadLetters.Add(int64(len(b.dead)))
-	w.log.Debug("batch committed", "first", b.first, "last", last, "rows", len(b.rows), "dead_letters", len(b.dead))
+	w.log.Debug("batch committed", "first", b.first, "last", last, "rows", b.staged+len(b.rows), "dead_letters", len(b.dead))
 	w.budget.release(b.bytes)
 	*b = openBatch{first: last + 1, opened: time.Now()}
 	w.held.Store(0)
@@ -373,7 +408,12 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 // kafka-go looks the coordinator up afresh for every commit) is waited out,
 // a fence is final.
 func (w *worker) commitRetrying(ctx context.Context, offset int64, metadata string) error {
-	return retry(ctx, w.log, "committing offset "+strconv.FormatInt(offset, 10), func() error {
+	step := stepNext
+	if metadata != "" {
+		step = stepCut
+	}
+	defer w.metrics.timeCommit(step, time.Now())
+	return retry(ctx, w.log, "committing offset "+strconv.FormatInt(offset, 10), w.metrics.retrier(opCommit), func() error {
 		return w.commit.commit(ctx, w.topic, w.partition, offset, metadata)
 	})
 }
@@ -384,26 +424,29 @@ func (w *worker) commitRetrying(ctx context.Context, offset int64, metadata stri
 // of dropping or skipping a batch.
 func (w *worker) deliver(ctx context.Context, last int64) error {
 	b := &w.batch
-	batch := &sink.Batch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Schema: w.decoder.Schema(), Rows: b.rows, Sources: b.sources, Prefix: w.prefix}
 	sinks, dead, err := w.withLayout(w.using)
 	if err != nil {
 		return err
 	}
+	// With staging sinks the last rows are staged too, so every row meets
+	// the refusal check in one place (stage), whatever the chunks were.
+	if _, err := w.stage(ctx); err != nil {
+		return err
+	}
+	batch := &sink.Batch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Schema: w.decoder.Schema(), Rows: b.rows, Sources: b.sources, Staged: b.staged, Prefix: w.prefix}
 	// Rows a sink will never take leave the batch before anything is
 	// written, so no sink holds a row another refused.
-	for _, s := range sinks {
-		if c, ok := s.(sink.RowChecker); ok && len(batch.Rows) > 0 {
-			if err := w.refuse(batch, c.CheckRows(batch)); err != nil {
-				return err
-			}
-		}
+	if err := w.checkRows(sinks, batch); err != nil {
+		return err
 	}
-	for i := 0; i < len(sinks) && len(batch.Rows) > 0; i++ {
+	for i := 0; i < len(sinks) && (len(batch.Rows) > 0 || b.staged > 0); i++ {
 		s := sinks[i]
-		err := w.retrySink(ctx, "writing a batch", func() error { return s.Write(ctx, batch) })
+		kind, start := sinkKind(s), time.Now()
+		err := w.retrySink(ctx, "writing a batch", kind, func() error { return s.Write(ctx, batch) })
 		if refused := sink.AsRowErrors(err); refused != nil {
 			// A refusal no check foresaw (the Parquet writer's): write the
 			// batch without those rows to every sink again, same names.
+			// (Staged batches meet it in stage instead.)
 			if err := w.refuse(batch, refused); err != nil {
 				return err
 			}
@@ -413,12 +456,13 @@ func (w *worker) deliver(ctx context.Context, last int64) error {
 		if err != nil {
 			return err
 		}
+		w.metrics.timeFlush(kind, start)
 	}
 	for _, d := range dead {
 		if len(b.dead) == 0 {
 			break
 		}
-		if err := w.retrySink(ctx, "writing dead letters", func() error {
+		if err := w.retrySink(ctx, "writing dead letters", opDeadLetter, func() error {
 			return d.writeDeadLetters(ctx, &deadBatch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Prefix: w.prefix, Letters: b.dead})
 		}); err != nil {
 			return err
@@ -437,7 +481,7 @@ func (w *worker) outOfRange(ctx context.Context, oor *fetch.OffsetOutOfRangeErro
 	next := w.next
 	pastEnd := next > oor.LogEnd
 	if w.onOutOfRange == "fail" {
-		if pastEnd {
+		if pastEnd && !oor.Truncated {
 			return errFatal{fmt.Errorf("%s/%d: the committed offset %d is past the log end %d (the log holds [%d, %d)): the topic was deleted and recreated, "+
 				"or an unclean leader election truncated it; set kafka.on_offset_out_of_range: earliest to read it from %d, or latest to continue from %d "+
 				"(a recreated topic numbers its records from 0 again: move the old files or point sinks.files.url elsewhere first, or they are overwritten)",
@@ -474,12 +518,16 @@ func (w *worker) outOfRange(ctx context.Context, oor *fetch.OffsetOutOfRangeErro
 		}
 		w.cut = -1
 	}
+	if w.onOutOfRange == "fail" && oor.Truncated {
+		return errFatal{fmt.Errorf("%s/%d: %w; the records from %d to %d were written out but are no longer in Kafka; "+
+			"set kafka.on_offset_out_of_range: earliest to continue from %d, the new leader's records", w.topic, w.partition, oor, oor.LogEnd, next-1, oor.LogEnd)}
+	}
 	to := oor.LogStart // earliest, and a recreated log read from its start
-	if w.onOutOfRange == "latest" {
-		to = oor.LogEnd
+	if w.onOutOfRange == "latest" || oor.Truncated {
+		to = oor.LogEnd // a truncated log goes on where the logs part
 	}
 	lost := max(0, to-next)
-	if pastEnd {
+	if pastEnd && !oor.Truncated {
 		lost = to - oor.LogStart // the new log's records skipped
 	}
 	w.stats.LostRecords.Add(lost)
@@ -533,8 +581,8 @@ func (w *worker) wait(ctx context.Context, n int) error {
 }
 
 // retry calls f with capped exponential backoff until it succeeds, ctx ends,
-// or the error is one retrying cannot fix.
-func retry(ctx context.Context, log *slog.Logger, what string, f func() error) error {
+// or the error is one retrying cannot fix; onRetry counts each new attempt.
+func retry(ctx context.Context, log *slog.Logger, what string, onRetry func(), f func() error) error {
 	backoff := 250 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := f()
@@ -542,6 +590,7 @@ func retry(ctx context.Context, log *slog.Logger, what string, f func() error) e
 			return err
 		}
 		log.Warn(what+" failed; retrying", "attempt", attempt, "backoff", backoff, "err", err)
+		onRetry()
 		if !clock.Sleep(ctx, backoff) {
 			return fmt.Errorf("%s: %w (gave up: %v)", what, err, ctx.Err())
 		}

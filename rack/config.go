@@ -33,6 +33,9 @@ type Config struct {
 	// session token) when the token request is refused. Off: IMDSv1 is
 	// the flow server-side request forgery abuses.
 	IMDSv1Fallback bool `yaml:"imds_v1_fallback"`
+	// Mode is aware (default) or blind: a rack-unaware baseline that sends
+	// no rack in fetches and assigns rack-blind (see ModeBlind).
+	Mode string `yaml:"mode"`
 }
 
 // DefaultProviders is the detection chain when the config names none.
@@ -48,7 +51,11 @@ func (c *Config) SetDefaults() {
 	confkey.Default(&c.Match, "auto")
 	confkey.Default(&c.LabelsFile, "/etc/podinfo/labels")
 	confkey.Default(&c.FollowerFetching, "auto")
-	confkey.Default(&c.Balancer, "rack-aware")
+	confkey.Default(&c.Mode, ModeAware)
+	if c.Mode == ModeBlind {
+		confkey.Default(&c.Balancer, BalancerRoundRobin)
+	}
+	confkey.Default(&c.Balancer, BalancerRackAware)
 }
 
 // Validate checks the section; errors name the key below `rack`.
@@ -67,5 +74,14 @@ func (c *Config) Validate() error {
 	if err := confkey.OneOf("follower_fetching", c.FollowerFetching, "auto", "on", "off"); err != nil {
 		return err
 	}
-	return confkey.OneOf("balancer", c.Balancer, "rack-aware", "range", "round-robin")
+	if err := confkey.OneOf("balancer", c.Balancer, "rack-aware", "range", "round-robin"); err != nil {
+		return err
+	}
+	if err := confkey.OneOf("mode", c.Mode, ModeAware, ModeBlind); err != nil {
+		return err
+	}
+	if c.Mode == ModeBlind && c.Balancer == BalancerRackAware {
+		return confkey.Errorf("balancer", "rack-aware places partitions by rack, which mode: blind is the baseline without; use range or round-robin (the default in blind mode)")
+	}
+	return nil
 }

@@ -10,14 +10,14 @@ BENCH_PYSPARK_VERSION="${BENCH_PYSPARK_VERSION:-4.2.0}"
 VENV="$LOGSTORE_CACHE/bench-venv"
 PY="$VENV/bin/python"
 
-# setup_spark installs pyspark, pyarrow and psutil into VENV and resolves the
+# setup_spark installs pyspark, pyarrow, psutil and matplotlib into VENV and resolves the
 # spark-sql-kafka jars with Maven, once each.
 setup_spark() {
 	need java mvn python3
-	if ! "$PY" -c "import pyspark, pyarrow, psutil; assert pyspark.__version__ == '$BENCH_PYSPARK_VERSION'" 2>/dev/null; then
-		say "installing pyspark $BENCH_PYSPARK_VERSION, pyarrow, psutil into $VENV (once)"
+	if ! "$PY" -c "import pyspark, pyarrow, psutil, matplotlib; assert pyspark.__version__ == '$BENCH_PYSPARK_VERSION'" 2>/dev/null; then
+		say "installing pyspark $BENCH_PYSPARK_VERSION, pyarrow, psutil, matplotlib into $VENV (once)"
 		[[ -x $PY ]] || python3 -m venv "$VENV"
-		"$VENV/bin/pip" install -q "pyspark==$BENCH_PYSPARK_VERSION" pyarrow psutil ||
+		"$VENV/bin/pip" install -q "pyspark==$BENCH_PYSPARK_VERSION" pyarrow psutil matplotlib ||
 			die "pip install into $VENV failed"
 	fi
 	local scala
@@ -67,7 +67,7 @@ setup_spark() {
 }
 
 # measure OUT LOG CMD...: runs CMD with its output in LOG and writes
-# {wall_s, cpu_s, peak_rss, max_single_rss, rc} to OUT. Peak RSS is the
+# {wall_s, cpu_s, peak_rss, max_single_rss, rc, start_unix} to OUT. Peak RSS is the
 # largest sum over the process tree, sampled every 100 ms; CPU is user+sys
 # of every process in the tree (the JVM's children too).
 measure() {
@@ -78,7 +78,7 @@ measure() {
 		import psutil
 		out, log, cmd = sys.argv[1], sys.argv[2], sys.argv[3:]
 		peak = 0
-		start = time.monotonic()
+		start, start_unix = time.monotonic(), time.time()
 		with open(log, "wb") as f:
 		    p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 		    root = psutil.Process(p.pid)
@@ -98,7 +98,8 @@ measure() {
 		wall = time.monotonic() - start
 		ru = resource.getrusage(resource.RUSAGE_CHILDREN)
 		rec = {"wall_s": round(wall, 3), "cpu_s": round(ru.ru_utime + ru.ru_stime, 3),
-		       "peak_rss": peak, "max_single_rss": ru.ru_maxrss * 1024, "rc": p.returncode}
+		       "peak_rss": peak, "max_single_rss": ru.ru_maxrss * 1024, "rc": p.returncode,
+		       "start_unix": start_unix}
 		with open(out, "w") as o:
 		    json.dump(rec, o)
 		sys.exit(p.returncode)
@@ -106,11 +107,17 @@ measure() {
 }
 
 # job_config FILE BROKERS TOPIC GROUP OUTPUT RACK [FOLLOWER_FETCHING]
-# [MEMORY_BUDGET] [RECORDS_PER_SECOND]: the benchmarks' logstore job,
+# [MEMORY_BUDGET] [RECORDS_PER_SECOND] [BATCH]: the benchmarks' logstore job,
 # cmd/logstore/demo.yaml's columns without its `where` filter, from TOPIC
 # into zstd Parquet under OUTPUT. RACK may be '${LOGSTORE_RACK}', which
-# logstore expands when it loads the file.
+# logstore expands when it loads the file. BATCH "defaults" keeps the batch
+# settings at their defaults (files cut at 128 MiB or 5 minutes, as
+# scripts/bench measures); otherwise batches of 50,000 rows or 10 s, so
+# files appear while a run streams.
 job_config() {
+	local batch="  max_rows: 50000
+  max_age: 10s"
+	[[ ${10:-} == defaults ]] && batch="  max_age: 5m"
 	cat >"$1" <<-EOF
 		kafka:
 		  brokers: [$2]
@@ -140,8 +147,7 @@ job_config() {
 		    - {name: kafka_partition, type: int32, source: kafka.partition}
 		    - {name: kafka_offset, type: int64, source: kafka.offset}
 		batch:
-		  max_rows: 50000
-		  max_age: 10s
+		${batch}
 		  ${8:+memory_budget: $8}
 		sinks:
 		  files:

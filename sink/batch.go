@@ -83,9 +83,14 @@ type Batch struct {
 	Schema    *Schema
 	Rows      []Row
 	Sources   []Source
+	// Staged is how many of the batch's rows earlier Stage calls took; Rows
+	// are the ones after them. A sink that kept part of a failed Stage
+	// skips what it already has when the call is repeated.
+	Staged int
 	// Prefix is prepended to every object name, e.g.
-	// "_backfill/20261129T060000Z_20261129T070000Z/" for a backfill that
-	// must not touch the main output.
+	// "_backfill/20261129T060000Z_20261129T070000Z/" for a backfill, or
+	// "replay/20261129T0700Z-…/" for a replay, that must not touch the main
+	// output.
 	Prefix string
 }
 
@@ -102,4 +107,20 @@ func (b *Batch) Name() string {
 type Sink interface {
 	Write(ctx context.Context, b *Batch) error
 	Close() error
+}
+
+// Stager is a Sink that takes an open batch's rows before the cut, so a
+// batch's size is not bounded by memory: the pipeline stages rows as they
+// are decoded and drops them, and Write, at the cut, takes the rest and
+// makes the whole batch durable. Stage, like Write, is retried until it
+// succeeds.
+type Stager interface {
+	Sink
+	// Stage takes rows of the open batch that starts at b.First (b.Last is
+	// not known yet). full reports that the batch's output reached the size
+	// the sink aims for: the batch should be cut.
+	Stage(ctx context.Context, b *Batch) (full bool, err error)
+	// Discard drops what was staged for the partition's open batch and not
+	// written; whoever reads the batch again stages it again.
+	Discard(topic string, partition int, prefix string)
 }

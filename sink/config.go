@@ -30,6 +30,9 @@ type FilesConfig struct {
 	// MaxFileBytes caps one file (and so one spool file); a folder's rows
 	// beyond it go to {name}-1.parquet, {name}-2.parquet, …
 	MaxFileBytes int64 `yaml:"max_file_bytes"`
+	// TargetFileBytes cuts a batch once one of its files reaches it, so
+	// files come out about this size whatever the memory budget.
+	TargetFileBytes int64 `yaml:"target_file_bytes"`
 	// SpoolDir holds files while they are written and uploaded.
 	SpoolDir string         `yaml:"spool_dir"`
 	Parquet  *ParquetConfig `yaml:"parquet"`
@@ -95,6 +98,10 @@ type S3Config struct {
 	// secret is redacted wherever the config is printed or logged.
 	AccessKeyID     string        `yaml:"access_key_id"`
 	SecretAccessKey secret.Secret `yaml:"secret_access_key"`
+	// PreflightTimeout is how long the preflight check rides out an S3
+	// that does not answer (connection errors, 5xx, throttling) before the
+	// start fails; a missing bucket or bad credentials fail at once.
+	PreflightTimeout time.Duration `yaml:"preflight_timeout"`
 }
 
 // FileConfig is `sinks.files.file`, for file:// URLs.
@@ -146,6 +153,7 @@ func DefaultSpoolDir() string { return filepath.Join(os.TempDir(), "logstore-spo
 func (c *Config) SetDefaults() {
 	if f := c.Files; f != nil {
 		confkey.Default(&f.MaxFileBytes, 512*mib)
+		confkey.Default(&f.TargetFileBytes, 128*mib)
 		confkey.Default(&f.SpoolDir, DefaultSpoolDir())
 		for i := range f.PartitionBy {
 			if f.PartitionBy[i].Name == "" {
@@ -176,11 +184,11 @@ func (p *ParquetConfig) setDefaults() {
 	confkey.Default(&p.Compression, "zstd")
 	confkey.Default(&p.RowGroupRows, 1_000_000)
 	confkey.Default(&p.RowGroupBytes, 64*mib)
-	confkey.Default(&p.PageBytes, 1*mib)
+	confkey.Default(&p.PageBytes, 128<<10)
 	if p.Dictionary == nil {
 		p.Dictionary = ptr(true)
 	}
-	confkey.Default(&p.DictionaryMaxBytes, 1*mib)
+	confkey.Default(&p.DictionaryMaxBytes, 256<<10)
 	confkey.Default(&p.DataPageVersion, 1)
 }
 
@@ -198,6 +206,7 @@ func (s *S3Config) setDefaults() {
 	if s.Preflight == nil {
 		s.Preflight = ptr(true)
 	}
+	confkey.Default(&s.PreflightTimeout, 5*time.Minute)
 }
 
 func (k *KafkaOutputConfig) setDefaults() {
@@ -266,6 +275,9 @@ func (f *FilesConfig) validate() error {
 	if f.MaxFileBytes < mib {
 		return confkey.Errorf("files.max_file_bytes", "%d is below the minimum of 1 MiB (1048576)", f.MaxFileBytes)
 	}
+	if f.TargetFileBytes < mib || f.TargetFileBytes > f.MaxFileBytes {
+		return confkey.Errorf("files.target_file_bytes", "%d must be between 1 MiB (1048576) and max_file_bytes (%d)", f.TargetFileBytes, f.MaxFileBytes)
+	}
 	if err := f.Parquet.validate(); err != nil {
 		return err
 	}
@@ -324,6 +336,9 @@ func (s *S3Config) validate() error {
 	}
 	if (s.AccessKeyID == "") != (s.SecretAccessKey == "") {
 		return confkey.Errorf("files.s3.secret_access_key", "set access_key_id and secret_access_key together (e.g. secret_access_key: ${file:/run/secrets/s3-secret-key}), or neither to use the AWS SDK's credential chain")
+	}
+	if s.PreflightTimeout < 0 {
+		return confkey.Errorf("files.s3.preflight_timeout", "%s is negative", s.PreflightTimeout)
 	}
 	return nil
 }

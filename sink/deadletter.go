@@ -61,9 +61,10 @@ func (f *Files) WriteDeadLetters(ctx context.Context, b *Batch) error {
 	if len(b.Rows) == 0 {
 		return nil
 	}
-	all := make([]int, len(b.Rows))
-	for i := range all {
-		all[i] = i
+	st := &stagedBatch{first: b.First, schema: b.Schema, folder: func(Row) string { return "_errors" }, folders: map[string]*stagedFolder{}}
+	defer st.remove()
+	if err := f.seal(ctx, st, b); err != nil {
+		return err
 	}
-	return f.writeFolder(ctx, b, "_errors", all)
+	return f.upload(ctx, st, b)
 }

@@ -13,13 +13,19 @@ import (
 type FileLayout struct {
 	PartitionBy  []PartitionColumn `json:"partition_by,omitempty"`
 	MaxFileBytes int64             `json:"max_file_bytes"`
-	Parquet      ParquetConfig     `json:"parquet"`
+	// TargetFileBytes is where a batch is cut when a file grows to it. A
+	// re-cut ends at its mark whatever it says, so it decides no name of a
+	// pending cut; it is recorded so the fingerprint changes with every
+	// setting that shapes files. 0 (a mark of an older version): the
+	// current setting.
+	TargetFileBytes int64         `json:"target_file_bytes,omitempty"`
+	Parquet         ParquetConfig `json:"parquet"`
 }
 
 // Layout is the sink's layout as compact JSON, the same text for the same
 // settings.
 func (f *Files) Layout() string {
-	l := FileLayout{PartitionBy: f.cfg.PartitionBy, MaxFileBytes: f.cfg.MaxFileBytes}
+	l := FileLayout{PartitionBy: f.cfg.PartitionBy, MaxFileBytes: f.cfg.MaxFileBytes, TargetFileBytes: f.cfg.TargetFileBytes}
 	if f.cfg.Parquet != nil {
 		l.Parquet = *f.cfg.Parquet
 	}
@@ -39,7 +45,10 @@ func (f *Files) WithLayout(layout string) (*Files, error) {
 	}
 	cfg := *f.cfg
 	cfg.PartitionBy, cfg.MaxFileBytes, cfg.Parquet = l.PartitionBy, l.MaxFileBytes, &l.Parquet
-	g := *f
-	g.cfg = &cfg
-	return &g, nil
+	if l.TargetFileBytes > 0 {
+		cfg.TargetFileBytes = l.TargetFileBytes
+	}
+	// Its own staged batches: the worker stages into and writes through
+	// the same instance.
+	return &Files{store: f.store, prefix: f.prefix, cfg: &cfg, spool: f.spool, pages: f.pages, staged: map[stageKey]*stagedBatch{}}, nil
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"sync"
 )
 
 // Store keeps whole files under keys; the Files sink writes through one.
@@ -21,12 +24,53 @@ type Store interface {
 // Files writes each batch as Parquet files under names made from the batch
 // (topic, partition, first and last offset); writing a batch again
 // overwrites the same files, so the output holds every batch exactly once.
+//
+// A batch's rows are encoded as they arrive (Stage), into one spool file
+// per folder, so a file of any size costs the memory of its open pages, not
+// of its rows; at the cut, Write adds the last rows, closes the files and
+// uploads them under the batch's names. The same rows in the same order
+// make the same bytes however they were staged, so a re-cut at the same
+// offsets writes the same files.
 type Files struct {
 	store  Store
 	prefix string // key prefix inside the store, from the URL
 	cfg    *FilesConfig
 	spool  *Spool
+	pages  *pageSpill
+
+	mu     sync.Mutex
+	staged map[stageKey]*stagedBatch
 }
+
+// stageKey names a partition's open batch; a replay (its own prefix) and
+// the group's run never share one.
+type stageKey struct {
+	topic     string
+	partition int
+	prefix    string
+}
+
+// stagedBatch is an open batch's files: per folder, the files closed at
+// max_file_bytes and the one being written.
+type stagedBatch struct {
+	first   int64
+	schema  *Schema
+	folder  func(Row) string
+	folders map[string]*stagedFolder
+	rows    int  // rows taken so far
+	sealed  bool // the cut's rows are in and every file is closed
+}
+
+type stagedFolder struct {
+	parts []*SpoolFile
+	open  *SpoolFile
+	pw    *ParquetWriter
+	rows  int // rows in the open file
+}
+
+// pageSpillAfter is how much of one column chunk's encoded pages a file
+// keeps in memory before the rest goes to the spool folder (pageSpill).
+const pageSpillAfter = 64 << 10
 
 // newFiles opens the store the URL names and runs its preflight check
 // unless files.s3.preflight is off. cfg must have had SetDefaults.
@@ -58,6 +102,9 @@ func newFiles(ctx context.Context, cfg *FilesConfig) (*Files, error) {
 			return nil, err
 		}
 	}
+	if fs, ok := store.(*FileStore); ok {
+		fs.RemoveLeftovers()
+	}
 	return f, nil
 }
 
@@ -68,79 +115,209 @@ func newFilesOn(store Store, prefix string, cfg *FilesConfig) (*Files, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Files{store: store, prefix: prefix, cfg: cfg, spool: spool}, nil
+	return &Files{
+		store: store, prefix: prefix, cfg: cfg, spool: spool,
+		pages:  newPageSpill(cfg.SpoolDir, pageSpillAfter),
+		staged: map[stageKey]*stagedBatch{},
+	}, nil
 }
 
 // Store is where the files go.
 func (f *Files) Store() Store { return f.store }
 
-// Write writes one file per folder of the batch (more when a folder's file
-// reaches max_file_bytes) and returns once every file is stored. A batch
-// without rows writes nothing.
-func (f *Files) Write(ctx context.Context, b *Batch) error {
-	if len(b.Rows) == 0 {
-		return nil
+// Stage encodes rows of the open batch that starts at b.First into its
+// spool files. full reports that one of the batch's files reached
+// target_file_bytes: the batch should be cut.
+func (f *Files) Stage(ctx context.Context, b *Batch) (full bool, err error) {
+	st, err := f.open(b)
+	if err != nil {
+		return false, err
 	}
-	layout, err := newLayout(f.cfg.PartitionBy, b.Schema)
+	if st.sealed {
+		return false, fmt.Errorf("files: %s/%d: batch from %d is already cut", b.Topic, b.Partition, b.First)
+	}
+	if err := f.append(ctx, st, b); err != nil {
+		return false, err
+	}
+	for _, fo := range st.folders {
+		if fo.pw != nil && fo.pw.Size() >= f.cfg.TargetFileBytes {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Write adds b's rows to what was staged for the batch, closes its files
+// and uploads them; it returns once every file is stored. Called again
+// after an error (a failed upload), it uploads the same files again. A
+// batch without rows writes nothing.
+func (f *Files) Write(ctx context.Context, b *Batch) error {
+	st, err := f.open(b)
 	if err != nil {
 		return err
 	}
-	for _, g := range layout.Group(b.Rows) {
-		if err := f.writeFolder(ctx, b, g.Folder, g.Rows); err != nil {
+	if err := f.seal(ctx, st, b); err != nil {
+		return err
+	}
+	if err := f.upload(ctx, st, b); err != nil {
+		return err
+	}
+	f.Discard(b.Topic, b.Partition, b.Prefix)
+	return nil
+}
+
+// Discard drops what was staged for the partition's open batch and never
+// written: the worker gave the batch up, and whoever reads it again stages
+// it again.
+func (f *Files) Discard(topic string, partition int, prefix string) {
+	k := stageKey{topic, partition, prefix}
+	f.mu.Lock()
+	st := f.staged[k]
+	delete(f.staged, k)
+	f.mu.Unlock()
+	if st != nil {
+		st.remove()
+	}
+}
+
+// Close drops every staged batch; Write finishes its uploads before it
+// returns, so nothing stored is lost.
+func (f *Files) Close() error {
+	f.mu.Lock()
+	staged := f.staged
+	f.staged = map[stageKey]*stagedBatch{}
+	f.mu.Unlock()
+	for _, st := range staged {
+		st.remove()
+	}
+	return nil
+}
+
+// open returns the staged batch b belongs to, starting one when there is
+// none, or when the one there began at another offset (a batch given up
+// without Discard).
+func (f *Files) open(b *Batch) (*stagedBatch, error) {
+	k := stageKey{b.Topic, b.Partition, b.Prefix}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := f.staged[k]
+	if st != nil && st.first == b.First {
+		return st, nil
+	}
+	if st != nil {
+		st.remove()
+	}
+	layout, err := newLayout(f.cfg.PartitionBy, b.Schema)
+	if err != nil {
+		return nil, err
+	}
+	st = &stagedBatch{first: b.First, schema: b.Schema, folder: layout.Folder, folders: map[string]*stagedFolder{}}
+	f.staged[k] = st
+	return st, nil
+}
+
+// append writes b's rows into their folders' open files, starting the next
+// part of a folder once its file reaches max_file_bytes.
+func (f *Files) append(ctx context.Context, st *stagedBatch, b *Batch) error {
+	if b.Staged > st.rows {
+		return fmt.Errorf("files: %s/%d: batch from %d: %d rows staged, the spool has %d (staged elsewhere?)", b.Topic, b.Partition, b.First, b.Staged, st.rows)
+	}
+	for i := st.rows - b.Staged; i < len(b.Rows); i++ {
+		r := b.Rows[i]
+		if i%4096 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		name := st.folder(r)
+		fo := st.folders[name]
+		if fo == nil {
+			fo = &stagedFolder{}
+			st.folders[name] = fo
+		}
+		if fo.pw != nil && fo.rows > 0 && fo.pw.Size() >= f.cfg.MaxFileBytes {
+			if err := fo.close(); err != nil {
+				return err
+			}
+		}
+		if fo.pw == nil {
+			sf, err := f.spool.Create()
+			if err != nil {
+				return err
+			}
+			pw, err := newParquetWriter(sf, st.schema, f.cfg.Parquet, f.pages)
+			if err != nil {
+				sf.Remove()
+				return err
+			}
+			fo.open, fo.pw, fo.rows = sf, pw, 0
+		}
+		if err := fo.pw.WriteRow(r); err != nil {
+			return &RowError{Topic: b.Topic, Partition: b.Partition, Index: i, Offset: sourceOffset(b, i), Err: err}
+		}
+		fo.rows++
+		st.rows++
+	}
+	return nil
+}
+
+// seal adds the cut's rows and closes every file, once.
+func (f *Files) seal(ctx context.Context, st *stagedBatch, b *Batch) error {
+	if st.sealed {
+		return nil
+	}
+	if err := f.append(ctx, st, b); err != nil {
+		return err
+	}
+	for _, fo := range st.folders {
+		if err := fo.close(); err != nil {
 			return err
+		}
+	}
+	st.sealed = true
+	return nil
+}
+
+// upload stores every file of a sealed batch under the batch's names:
+// {folder}/{name}.parquet, then {name}-1.parquet, … for a folder's later
+// parts.
+func (f *Files) upload(ctx context.Context, st *stagedBatch, b *Batch) error {
+	for _, name := range slices.Sorted(maps.Keys(st.folders)) {
+		for part, sf := range st.folders[name].parts {
+			key := objectKey(f.prefix, name, b, part)
+			if err := f.store.Put(ctx, key, sf, sf.Size()); err != nil {
+				return err
+			}
+			Failpoint(FailFileSaved)
 		}
 	}
 	return nil
 }
 
-// Close has nothing to release: every Write finishes its uploads.
-func (f *Files) Close() error { return nil }
-
-func (f *Files) writeFolder(ctx context.Context, b *Batch, folder string, rows []int) error {
-	for part := 0; len(rows) > 0; part++ {
-		key := objectKey(f.prefix, folder, b, part)
-		n, err := f.writeFile(ctx, key, b, rows)
-		if err != nil {
-			return err
-		}
-		Failpoint(FailFileSaved)
-		rows = rows[n:]
+// close finishes the open file (its last row group and footer) and keeps it
+// as the folder's next part.
+func (fo *stagedFolder) close() error {
+	if fo.pw == nil {
+		return nil
 	}
-	return nil
-}
-
-// writeFile spools rows until the file reaches max_file_bytes, uploads it,
-// and returns how many rows it took.
-func (f *Files) writeFile(ctx context.Context, key string, b *Batch, rows []int) (int, error) {
-	sf, err := f.spool.Create()
-	if err != nil {
-		return 0, err
-	}
-	defer sf.Remove()
-	pw, err := newParquetWriter(sf, b.Schema, f.cfg.Parquet)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, i := range rows {
-		if n > 0 && pw.Size() >= f.cfg.MaxFileBytes {
-			break
-		}
-		if n%4096 == 0 && ctx.Err() != nil {
-			return 0, ctx.Err()
-		}
-		if err := pw.WriteRow(b.Rows[i]); err != nil {
-			return 0, &RowError{Topic: b.Topic, Partition: b.Partition, Index: i, Offset: sourceOffset(b, i), Err: err}
-		}
-		n++
-	}
+	pw, sf := fo.pw, fo.open
+	fo.pw, fo.open = nil, nil
 	if err := pw.Close(); err != nil {
-		return 0, fmt.Errorf("%s: %w", key, err)
+		sf.Remove()
+		return fmt.Errorf("%s: %w", sf.Name(), err)
 	}
-	if err := f.store.Put(ctx, key, sf, sf.Size()); err != nil {
-		return 0, err
+	fo.parts = append(fo.parts, sf)
+	return nil
+}
+
+func (st *stagedBatch) remove() {
+	for _, fo := range st.folders {
+		if fo.open != nil {
+			fo.open.Remove()
+		}
+		for _, sf := range fo.parts {
+			sf.Remove()
+		}
 	}
-	return n, nil
+	st.folders = nil
 }
 
 // RowError is a row the Parquet writer refused: a value whose Go type does

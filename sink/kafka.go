@@ -97,6 +97,16 @@ func (k *Kafka) Write(ctx context.Context, b *Batch) error {
 	return nil
 }
 
+// Stage produces rows of the open batch at once, so the batch need not
+// keep them: at least once allows producing before the cut, and a batch read
+// again is produced again (the logstore.source.* headers tell the repeats).
+func (k *Kafka) Stage(ctx context.Context, b *Batch) (full bool, err error) {
+	return false, k.Write(ctx, b)
+}
+
+// Discard has nothing to drop: staged rows are already produced.
+func (k *Kafka) Discard(string, int, string) {}
+
 func firstError(errs kafka.WriteErrors) error {
 	for _, err := range errs {
 		if err != nil {

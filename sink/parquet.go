@@ -170,7 +170,9 @@ type ParquetWriter struct {
 }
 
 // newParquetWriter starts a file on out. cfg must have had SetDefaults.
-func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig) (*ParquetWriter, error) {
+// pages keeps the open row group's encoded pages: nil keeps them on the
+// heap; the Files sink puts them in its spool folder (pageSpill).
+func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig, pages parquet.BufferPool) (*ParquetWriter, error) {
 	root, cols, err := parquetColumns(s, *cfg.Dictionary)
 	if err != nil {
 		return nil, err
@@ -179,7 +181,7 @@ func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig) (*ParquetWri
 	if err != nil {
 		return nil, err
 	}
-	w := parquet.NewWriter(out,
+	opts := []parquet.WriterOption{
 		parquet.NewSchema("schema", root),
 		parquet.Compression(codec),
 		parquet.MaxRowsPerRowGroup(cfg.RowGroupRows),
@@ -187,7 +189,11 @@ func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig) (*ParquetWri
 		parquet.DataPageVersion(cfg.DataPageVersion),
 		parquet.DataPageStatistics(true),
 		parquet.DictionaryMaxBytes(cfg.DictionaryMaxBytes),
-	)
+	}
+	if pages != nil {
+		opts = append(opts, parquet.ColumnPageBuffers(pages))
+	}
+	w := parquet.NewWriter(out, opts...)
 	return &ParquetWriter{w: w, cols: cols, rowGroupBytes: cfg.RowGroupBytes, rows: make([]parquet.Row, 1)}, nil
 }
 
@@ -266,7 +272,7 @@ func (pw *ParquetWriter) appendValue(row parquet.Row, c parquetColumn, v any) (p
 	var val parquet.Value
 	switch x := v.(type) {
 	case string:
-		val = parquet.ByteArrayValue(stringBytes(x))
+		val = parquet.ByteArrayValue(stringBytes(ValidText(x)))
 	case int32:
 		val = parquet.Int32Value(x)
 	case int64:
@@ -280,6 +286,9 @@ func (pw *ParquetWriter) appendValue(row parquet.Row, c parquetColumn, v any) (p
 	case []byte:
 		val = parquet.ByteArrayValue(x)
 	case time.Time:
+		if !TimeInRange(x) {
+			return row, fmt.Errorf("%s is outside %s..%s", x.Format(time.RFC3339Nano), MinTime.Format(time.DateOnly), MaxTime.Format(time.DateOnly))
+		}
 		switch {
 		case c.field.Type == Date:
 			val = parquet.Int32Value(int32(epochDay(x)))
@@ -302,6 +311,7 @@ func (pw *ParquetWriter) appendMap(row parquet.Row, c parquetColumn, def int, m 
 			parquet.NullValue().Level(0, def, c.leaf),
 			parquet.NullValue().Level(0, def, c.leaf+1))
 	}
+	m = ValidMap(m)
 	keys := pw.keys[:0]
 	for k := range m {
 		keys = append(keys, k)

@@ -41,7 +41,7 @@ func BenchmarkParquetEncode(b *testing.B) {
 			var out countingWriter
 			for b.Loop() {
 				out = 0
-				w, err := newParquetWriter(&out, logSchema, cfg)
+				w, err := newParquetWriter(&out, logSchema, cfg, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -2,7 +2,6 @@ package sink
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"math"
 	"reflect"
@@ -55,7 +54,7 @@ func testParquetConfig() *ParquetConfig {
 func encodeParquet(t testing.TB, s *Schema, cfg *ParquetConfig, rows []Row) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	w, err := newParquetWriter(&buf, s, cfg)
+	w, err := newParquetWriter(&buf, s, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,86 +77,11 @@ func decodeParquet(t testing.TB, s *Schema, data []byte) (*parquet.File, []Row) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, cols, err := parquetColumns(s, false)
+	rows, err := readParquet(bytes.NewReader(data), int64(len(data)), s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []Row
-	for _, rg := range f.RowGroups() {
-		rows := rg.Rows()
-		buf := make([]parquet.Row, 16)
-		for {
-			n, err := rows.ReadRows(buf)
-			for _, pr := range buf[:n] {
-				out = append(out, decodeRow(t, cols, pr))
-			}
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		rows.Close()
-	}
-	return f, out
-}
-
-func decodeRow(t testing.TB, cols []parquetColumn, pr parquet.Row) Row {
-	byCol := map[int][]parquet.Value{}
-	for _, v := range pr {
-		byCol[v.Column()] = append(byCol[v.Column()], v)
-	}
-	r := make(Row, len(cols))
-	for i, c := range cols {
-		vs := byCol[c.leaf]
-		if c.field.Type == StringMap {
-			vals := byCol[c.leaf+1]
-			if vs[0].IsNull() {
-				if vs[0].DefinitionLevel() == 0 && c.optional {
-					r[i] = nil
-				} else {
-					r[i] = map[string]string{}
-				}
-				continue
-			}
-			m := map[string]string{}
-			for j := range vs {
-				m[string(vs[j].ByteArray())] = string(vals[j].ByteArray())
-			}
-			r[i] = m
-			continue
-		}
-		v := vs[0]
-		if v.IsNull() {
-			continue
-		}
-		switch c.field.Type {
-		case String, JSON:
-			r[i] = string(v.ByteArray())
-		case Int32:
-			r[i] = v.Int32()
-		case Int64:
-			r[i] = v.Int64()
-		case Float32:
-			r[i] = v.Float()
-		case Float64:
-			r[i] = v.Double()
-		case Bool:
-			r[i] = v.Boolean()
-		case Timestamp:
-			if c.micros {
-				r[i] = time.UnixMicro(v.Int64()).UTC()
-			} else {
-				r[i] = time.UnixMilli(v.Int64()).UTC()
-			}
-		case Date:
-			r[i] = time.Unix(int64(v.Int32())*86400, 0).UTC()
-		case Bytes:
-			r[i] = append([]byte{}, v.ByteArray()...)
-		}
-	}
-	return r
+	return f, rows
 }
 
 // expected is what a row reads back as: timestamps at their unit.
@@ -328,7 +252,7 @@ func TestParquetRefusesBadValues(t *testing.T) {
 		{Row{"x", 1}, `column "n" (int64): holds int`},
 		{Row{"x"}, "row has 1 values, the schema 2 columns"},
 	} {
-		w, err := newParquetWriter(io.Discard, s, testParquetConfig())
+		w, err := newParquetWriter(io.Discard, s, testParquetConfig(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -350,4 +274,47 @@ func TestParquetDeterministic(t *testing.T) {
 			t.Fatal("the same rows gave different bytes; a re-run would not overwrite with the same file")
 		}
 	}
+}
+
+// TestParquetStringsAreUTF8: every STRING written is valid UTF-8, invalid
+// bytes each replaced by U+FFFD, while a bytes column keeps its bytes.
+func TestParquetStringsAreUTF8(t *testing.T) {
+	s := &Schema{Fields: []Field{
+		{Name: "s", Type: String}, {Name: "doc", Type: JSON}, {Name: "m", Type: StringMap}, {Name: "raw", Type: Bytes},
+	}}
+	rows := []Row{
+		{"a\xffb", "{\"k\": \"\xc3\"}", map[string]string{"k\xfe": "v\xed\xa0\x80", "ok": "é"}, []byte("a\xffb")},
+		{"héllo 🎉", `{"k": "é"}`, map[string]string{"a\xff": "1", "a\xfe": "2"}, []byte{}},
+	}
+	want := []Row{
+		{"a\uFFFDb", "{\"k\": \"\uFFFD\"}", map[string]string{"k\uFFFD": "v\uFFFD\uFFFD\uFFFD", "ok": "é"}, []byte("a\xffb")},
+		// Two keys that repair to the same text: the one sorting last wins.
+		{"héllo 🎉", `{"k": "é"}`, map[string]string{"a\uFFFD": "1"}, []byte{}},
+	}
+	_, got := decodeParquet(t, s, encodeParquet(t, s, testParquetConfig(), rows))
+	sameRows(t, got, want)
+}
+
+// TestParquetRefusesOutOfRangeTime: an instant outside 0001..9999 is a row
+// error (a dead letter), never a wrapped-around number in the file.
+func TestParquetRefusesOutOfRangeTime(t *testing.T) {
+	s := &Schema{Fields: []Field{{Name: "ts", Type: Timestamp, Unit: time.Microsecond}, {Name: "d", Type: Date}}}
+	for _, tc := range []struct {
+		row  Row
+		want string
+	}{
+		{Row{time.Unix(9300000000000, 0).UTC(), nil}, `column "ts" (timestamp): 296675-04-08T21:20:00Z is outside`},
+		{Row{nil, time.Date(0, 12, 31, 0, 0, 0, 0, time.UTC)}, `column "d" (date): 0000-12-31T00:00:00Z is outside 0001-01-01..9999-12-31`},
+		{Row{MaxTime.Add(time.Nanosecond), nil}, `is outside 0001-01-01..9999-12-31`},
+	} {
+		w, err := newParquetWriter(io.Discard, s, testParquetConfig(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteRow(tc.row); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("WriteRow(%v) = %v, want %q", tc.row, err, tc.want)
+		}
+	}
+	_, got := decodeParquet(t, s, encodeParquet(t, s, testParquetConfig(), []Row{{MinTime, MaxTime.Truncate(24 * time.Hour)}, {MaxTime, MinTime}}))
+	sameRows(t, got, []Row{{MinTime, time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)}, {MaxTime.Truncate(time.Microsecond), MinTime}})
 }

@@ -38,7 +38,7 @@ func TestReferenceYAMLIsTheDefaults(t *testing.T) {
 	def.SetDefaults()
 	for _, pair := range [][2]any{
 		{ref.Files.Parquet, def.Files.Parquet}, {ref.Files.S3, def.Files.S3}, {ref.Files.File, def.Files.File},
-		{ref.Kafka, def.Kafka}, {ref.Files.MaxFileBytes, def.Files.MaxFileBytes}, {ref.Files.PartitionBy, def.Files.PartitionBy},
+		{ref.Kafka, def.Kafka}, {ref.Files.MaxFileBytes, def.Files.MaxFileBytes}, {ref.Files.TargetFileBytes, def.Files.TargetFileBytes}, {ref.Files.PartitionBy, def.Files.PartitionBy},
 	} {
 		if !reflect.DeepEqual(pair[0], pair[1]) {
 			t.Errorf("reference-sinks.yaml says %+v, SetDefaults gives %+v", pair[0], pair[1])

@@ -3,6 +3,7 @@ package sink
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -62,8 +63,9 @@ const longestPart = 99999
 
 // CheckRows refuses the rows whose folder makes a file key the store
 // cannot hold (an S3 key over 1,024 bytes, a path element over 255). The
-// check is on the folder's longest possible name, so it is the same for
-// the same batch whatever max_file_bytes splits.
+// check is on the folder's longest possible name (the largest last offset
+// and part number), so it is the same for a row whatever max_file_bytes
+// splits and wherever the batch is cut.
 func (f *Files) CheckRows(b *Batch) []*RowError {
 	kc, ok := f.store.(keyChecker)
 	if !ok || len(b.Rows) == 0 {
@@ -73,9 +75,13 @@ func (f *Files) CheckRows(b *Batch) []*RowError {
 	if err != nil {
 		return nil // Write reports it; it is no row's fault
 	}
+	// The longest name the batch can get, too: rows are checked as they are
+	// staged, before the cut says where the batch ends.
+	longest := *b
+	longest.Last = math.MaxInt64
 	var out []*RowError
 	for _, g := range layout.Group(b.Rows) {
-		err := kc.CheckKey(objectKey(f.prefix, g.Folder, b, longestPart))
+		err := kc.CheckKey(objectKey(f.prefix, g.Folder, &longest, longestPart))
 		if err == nil {
 			continue
 		}

@@ -74,6 +74,18 @@ func TestFilesWithLayoutWritesTheRecordedNames(t *testing.T) {
 	if now.Layout() == recorded {
 		t.Fatal("a changed partition_by gives the same layout")
 	}
+	cfg3 := *cfg
+	cfg3.TargetFileBytes *= 2
+	bigger, err := newFilesOn(old.Store(), "", &cfg3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bigger.Layout() == recorded {
+		t.Error("a changed target_file_bytes gives the same layout")
+	}
+	if l, err := old.WithLayout(bigger.Layout()); err != nil || l.Layout() != bigger.Layout() {
+		t.Errorf("WithLayout(target_file_bytes doubled): %v, layout %s", err, l.Layout())
+	}
 	back, err := now.WithLayout(recorded)
 	if err != nil || back.Layout() != recorded {
 		t.Fatalf("WithLayout: %v, layout %s, want %s", err, back.Layout(), recorded)

@@ -100,4 +100,8 @@ func (s *Sinks) Close() error {
 	return errors.Join(errs...)
 }
 
-var _ Sink = (*Sinks)(nil)
+var (
+	_ Sink   = (*Sinks)(nil)
+	_ Stager = (*Files)(nil)
+	_ Stager = (*Kafka)(nil)
+)

@@ -13,10 +13,6 @@ import (
 const (
 	spoolPrefix = "logstore-"
 	spoolSuffix = ".parquet.spool"
-	// spoolStaleAfter is how old a spool file must be before a starting
-	// process deletes it as the leftover of a crash; no upload of a healthy
-	// process takes that long.
-	spoolStaleAfter = 6 * time.Hour
 )
 
 // Spool is the local folder a file is written to before it is uploaded, so
@@ -26,17 +22,17 @@ type Spool struct {
 }
 
 // newSpool makes dir if needed and deletes spool files a crashed run left
-// behind.
+// behind (see leftovers.go), also while other processes use the folder.
 func newSpool(dir string) (*Spool, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("spool folder %s: %w", dir, err)
 	}
 	s := &Spool{dir: dir}
-	s.sweep(time.Now().Add(-spoolStaleAfter))
+	s.sweep(time.Now())
 	return s, nil
 }
 
-func (s *Spool) sweep(before time.Time) {
+func (s *Spool) sweep(now time.Time) {
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
 		return
@@ -46,8 +42,9 @@ func (s *Spool) sweep(before time.Time) {
 		if !strings.HasPrefix(name, spoolPrefix) || !strings.HasSuffix(name, spoolSuffix) {
 			continue
 		}
-		if info, err := e.Info(); err == nil && info.ModTime().Before(before) {
-			os.Remove(filepath.Join(s.dir, name))
+		path := filepath.Join(s.dir, name)
+		if info, err := e.Info(); err == nil && isLeftover(path, now.Sub(info.ModTime())) {
+			os.Remove(path)
 		}
 	}
 }
@@ -57,6 +54,11 @@ func (s *Spool) Create() (*SpoolFile, error) {
 	f, err := os.CreateTemp(s.dir, spoolPrefix+"*"+spoolSuffix)
 	if err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
+	}
+	if err := lockFile(f); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("spool: locking %s: %w", f.Name(), err)
 	}
 	return &SpoolFile{f: f}, nil
 }

@@ -47,6 +47,13 @@ func (s *FileStore) Put(ctx context.Context, key string, body io.ReaderAt, size 
 	if err != nil {
 		return fmt.Errorf("file store: %w", err)
 	}
+	// The lock, on a second descriptor so that it outlives tmp's Close until
+	// the rename, tells a starting process the file is not a leftover.
+	lock, err := os.Open(tmp.Name())
+	if err == nil {
+		defer lock.Close()
+		err = lockFile(lock)
+	}
 	done := false
 	defer func() {
 		if !done {
@@ -54,6 +61,9 @@ func (s *FileStore) Put(ctx context.Context, key string, body io.ReaderAt, size 
 			os.Remove(tmp.Name())
 		}
 	}()
+	if err != nil {
+		return fmt.Errorf("file store: locking %s: %w", tmp.Name(), err)
+	}
 	if _, err := io.Copy(tmp, io.NewSectionReader(body, 0, size)); err != nil {
 		return fmt.Errorf("file store: writing %s: %w", path, err)
 	}

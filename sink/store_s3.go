@@ -272,8 +272,37 @@ func (s *S3Store) putMultipart(ctx context.Context, key string, body io.ReaderAt
 // HeadBucket its error carries a code that tells a missing bucket from bad
 // credentials. The probe's name starts with '_', so table readers skip it
 // when the delete is not allowed.
+//
+// A member started during an S3 outage rides it out as running members do:
+// connection errors, 5xx and throttling are retried with backoff (0.1 s
+// doubling up to max_backoff) for up to preflight_timeout, and only then
+// does the start fail. A missing bucket, bad credentials, a denied write or
+// a wrong region fail at once: waiting cannot fix them.
 func (s *S3Store) Preflight(ctx context.Context) error {
-	few := func(o *s3.Options) { o.RetryMaxAttempts = 3 }
+	deadline := time.Now().Add(s.cfg.PreflightTimeout)
+	wait := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := s.preflightOnce(ctx)
+		if err == nil || permanentS3Error(err) || ctx.Err() != nil {
+			return err
+		}
+		if time.Now().Add(wait).After(deadline) {
+			return fmt.Errorf("%w (S3 did not answer for %d tries over sinks.files.s3.preflight_timeout, %s)", err, attempt, s.cfg.PreflightTimeout)
+		}
+		slog.Warn("s3: preflight failed; retrying", "attempt", attempt, "backoff", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, s.cfg.MaxBackoff)
+	}
+}
+
+// preflightOnce is one PUT and delete of the probe, without the SDK's
+// retries: Preflight paces the tries itself.
+func (s *S3Store) preflightOnce(ctx context.Context) error {
+	once := func(o *s3.Options) { o.RetryMaxAttempts = 1 }
 	probe := []byte("logstore preflight: checks that this process may write here\n")
 	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
 		Bucket:        &s.bucket,
@@ -281,7 +310,7 @@ func (s *S3Store) Preflight(ctx context.Context) error {
 		Body:          bytes.NewReader(probe),
 		ContentLength: aws.Int64(int64(len(probe))),
 		ContentType:   aws.String("text/plain"),
-	}, few)
+	}, once)
 	if err != nil {
 		return s.explain("preflight PutObject", s.probeKey, err)
 	}
@@ -289,8 +318,20 @@ func (s *S3Store) Preflight(ctx context.Context) error {
 	if _, err := s.Get(ctx, s.probeKey); err != nil {
 		return fmt.Errorf("%w; logstore reads back the resume records it keeps under _logstore/: allow s3:GetObject on the prefix", err)
 	}
-	s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &s.probeKey}, few)
+	s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &s.probeKey}, once)
 	return nil
+}
+
+// permanentS3Error reports whether an S3 answer says something only a
+// change of config or permissions can fix: a 4xx other than timeout and
+// throttling, or no credentials at all.
+func permanentS3Error(err error) bool {
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) {
+		st := re.HTTPStatusCode()
+		return st >= 300 && st < 500 && st != http.StatusRequestTimeout && st != http.StatusTooManyRequests
+	}
+	return strings.Contains(err.Error(), "failed to retrieve credentials") || strings.Contains(err.Error(), "no EC2 IMDS role found")
 }
 
 // explain turns an SDK error into one that names the bucket and says what

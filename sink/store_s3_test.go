@@ -203,6 +203,47 @@ func TestS3PreflightNamesTheMissingBucket(t *testing.T) {
 	}
 }
 
+// TestS3PreflightRidesOutAnOutage: a member started while S3 answers 503
+// keeps trying for preflight_timeout, and starts once S3 is back; an
+// outage longer than that fails, naming the key; a missing bucket fails at
+// the first answer.
+func TestS3PreflightRidesOutAnOutage(t *testing.T) {
+	front := fakeS3(t)
+	cfg := testS3Config(t)
+	s, err := NewS3Store(context.Background(), "logs", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	front.take()
+	front.failNext(5)
+	if err := s.Preflight(context.Background()); err != nil {
+		t.Fatalf("Preflight after five 503s: %v", err)
+	}
+	if got := front.take(); len(got) != 8 { // five refused PUTs, the PUT, the GET (resume records are read back), the DELETE
+		t.Errorf("requests %v, want 5 failed PUTs, a PUT, a GET and a DELETE", got)
+	}
+
+	cfg.PreflightTimeout = time.Second
+	front.failNext(1000)
+	err = s.Preflight(context.Background())
+	front.failNext(0)
+	if err == nil || !strings.Contains(err.Error(), "sinks.files.s3.preflight_timeout, 1s") || !strings.Contains(err.Error(), "SlowDown") {
+		t.Errorf("Preflight during a long outage = %v, want SlowDown and the preflight_timeout", err)
+	}
+
+	missing, err := NewS3Store(context.Background(), "no-such-bucket", testS3Config(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	front.take()
+	if err := missing.Preflight(context.Background()); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("Preflight of a missing bucket = %v", err)
+	}
+	if got := front.take(); len(got) != 1 {
+		t.Errorf("a missing bucket was asked %d times (%v), want once", len(got), got)
+	}
+}
+
 func TestS3NeedsARegionWithoutEndpoint(t *testing.T) {
 	isolateAWSEnv(t)
 	t.Setenv("AWS_REGION", "")

@@ -2,15 +2,10 @@ package main
 
 import (
 	"os"
-	"path/filepath"
 	"reflect"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 
@@ -173,82 +168,4 @@ func commented(lines []string, line int) bool {
 		}
 	}
 	return false
-}
-
-// TestK8sManifestFitsEMREKSConfig holds configs/k8s/deployment.yaml and
-// configs/emr-eks.yaml together: the pod gives the job time to flush, mounts
-// the spool and labels where the config looks, and exposes its metrics port.
-func TestK8sManifestFitsEMREKSConfig(t *testing.T) {
-	cfg, err := pipeline.Load("../../configs/emr-eks.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open("../../configs/k8s/deployment.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var deploy struct {
-		Kind string `yaml:"kind"`
-		Spec struct {
-			Template struct {
-				Spec struct {
-					Grace      int `yaml:"terminationGracePeriodSeconds"`
-					Containers []struct {
-						Env []struct {
-							Name      string `yaml:"name"`
-							ValueFrom struct {
-								FieldRef struct {
-									FieldPath string `yaml:"fieldPath"`
-								} `yaml:"fieldRef"`
-							} `yaml:"valueFrom"`
-						} `yaml:"env"`
-						Ports []struct {
-							ContainerPort int `yaml:"containerPort"`
-						} `yaml:"ports"`
-						VolumeMounts []struct {
-							MountPath string `yaml:"mountPath"`
-						} `yaml:"volumeMounts"`
-					} `yaml:"containers"`
-				} `yaml:"spec"`
-			} `yaml:"template"`
-		} `yaml:"spec"`
-	}
-	dec := yaml.NewDecoder(f)
-	for deploy.Kind != "Deployment" {
-		if err := dec.Decode(&deploy); err != nil {
-			t.Fatalf("no Deployment in configs/k8s/deployment.yaml: %v", err)
-		}
-	}
-	pod := deploy.Spec.Template.Spec
-	if len(pod.Containers) != 1 {
-		t.Fatalf("%d containers, want 1", len(pod.Containers))
-	}
-	c := pod.Containers[0]
-	if grace := time.Duration(pod.Grace) * time.Second; cfg.Run.ShutdownTimeout >= grace {
-		t.Errorf("run.shutdown_timeout %s is not under terminationGracePeriodSeconds (%s)", cfg.Run.ShutdownTimeout, grace)
-	}
-	var mounts, ports, env []string
-	for _, m := range c.VolumeMounts {
-		mounts = append(mounts, m.MountPath)
-	}
-	for _, p := range c.Ports {
-		ports = append(ports, ":"+strconv.Itoa(p.ContainerPort))
-	}
-	for _, e := range c.Env {
-		env = append(env, e.Name+"="+e.ValueFrom.FieldRef.FieldPath)
-	}
-	for _, want := range []struct {
-		what, value string
-		in          []string
-	}{
-		{"sinks.files.spool_dir", cfg.Sinks.Files.SpoolDir, mounts},
-		{"the folder of rack.labels_file", filepath.Dir(cfg.Rack.LabelsFile), mounts},
-		{"metrics.listen", cfg.Metrics.Listen, ports},
-		{"NODE_NAME for the k8s-node provider", "NODE_NAME=spec.nodeName", env},
-	} {
-		if !slices.Contains(want.in, want.value) {
-			t.Errorf("%s is %q; the container has %v", want.what, want.value, want.in)
-		}
-	}
 }

@@ -16,11 +16,14 @@ import (
 	"github.com/logstore/logstore/pipeline"
 )
 
-// Exit codes: 0 success, 1 a runtime failure, 2 a usage or config error.
+// Exit codes: 0 success, 1 a runtime failure, 2 a usage or config error,
+// 3 a run with a target (--until now, --from/--to) stopped by a signal
+// before it reached the target: committed, but not done.
 const (
 	exitOK      = 0
 	exitRuntime = 1
 	exitUsage   = 2
+	exitStopped = 3
 )
 
 // command is one subcommand. run returns an error; usageError and
@@ -74,7 +77,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	// command installs its own handling for the second one.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	stopProfile := startCPUProfile(stderr)
 	err := cmd.run(ctx, args[1:], stdout, stderr)
+	stopProfile()
 	return exitCode(err, stderr)
 }
 
@@ -87,6 +92,9 @@ func exitCode(err error, stderr io.Writer) int {
 	var ce *pipeline.ConfigError
 	if errors.As(err, &ue) || errors.As(err, &ce) {
 		return exitUsage
+	}
+	if errors.Is(err, pipeline.ErrStoppedEarly) {
+		return exitStopped
 	}
 	return exitRuntime
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -87,35 +86,30 @@ func runJob(ctx context.Context, cfg *pipeline.Config, mode pipeline.Mode, deps 
 		os.Exit(exitRuntime)
 	}()
 	if os.Getenv("GOMEMLIMIT") == "" {
-		// A soft limit above the batches' budget keeps the garbage
-		// collector from letting the heap double past it (GOGC's default).
-		debug.SetMemoryLimit(2*cfg.Batch.MemoryBudget + 512<<20)
+		// The budget plus room for the fixed costs (configs/reference.yaml,
+		// batch.memory_budget): the garbage collector works harder near it
+		// instead of letting the heap double (GOGC's default).
+		debug.SetMemoryLimit(pipeline.MemoryLimit(cfg.Batch))
+	}
+	if cfg.Metrics.Listen != "" {
+		// Served from before zone detection, so /healthz answers a slow
+		// start, until the job returns, so a stopping member still answers
+		// (/readyz: stopping) while it flushes.
+		if deps.Metrics == nil {
+			deps.Metrics = pipeline.NewMetrics(nil)
+		}
+		serving, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+		defer stopServing()
+		if err := deps.Metrics.Serve(serving, cfg.Metrics.Listen); err != nil {
+			return err
+		}
 	}
 	job, err := pipeline.NewJob(ctx, cfg, deps)
 	if err != nil {
 		return err
 	}
 	defer job.Close()
-	if cfg.Metrics.Listen != "" {
-		if err := job.Metrics().Serve(ctx, cfg.Metrics.Listen); err != nil {
-			return err
-		}
-	}
 	err = job.Run(ctx, mode)
 	job.Summary().WriteText(stdout)
 	return err
-}
-
-func newLogger(c pipeline.LogConfig, w io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(c.Level))
-	opts := &slog.HandlerOptions{Level: level}
-	var log *slog.Logger
-	if c.Format == "text" {
-		log = slog.New(slog.NewTextHandler(w, opts))
-	} else {
-		log = slog.New(slog.NewJSONHandler(w, opts))
-	}
-	slog.SetDefault(log) // for the libraries' own warnings (S3 retries)
-	return log
 }

@@ -3,12 +3,14 @@ package decode
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/logstore/logstore/internal/confkey"
@@ -21,18 +23,12 @@ import (
 // types, derives the expr columns and applies the where filter. It is safe
 // for concurrent use.
 //
-// Conversions are lenient where logs commonly disagree with their schema:
-//   - int and float columns take numbers and numeric strings ("200");
-//     an int column takes 2e3 or 200.0 but not 200.5;
-//   - bool columns take true/false and the strings strconv.ParseBool knows;
-//   - string columns take a number, boolean, object or array as its JSON text;
-//   - bytes columns take a string's UTF-8 bytes (not base64);
-//   - epoch time formats take numbers and numeric strings, with a fraction;
-//   - map<string,string> values that are not strings are kept as JSON text,
-//     null values are left out;
-//   - a JSON null is the same as a missing field.
-//
-// Invalid UTF-8 in strings becomes U+FFFD, as with encoding/json.
+// Conversions follow one rule per type, written down in the schema section
+// of configs/reference.yaml: a value converts exactly (integers and epoch
+// times from their digits, never through float64) or the record is a dead
+// letter naming the column and the value. A JSON null is a missing field;
+// "" is a value. Every string a row holds is valid UTF-8: invalid bytes
+// become U+FFFD, one per byte, as with encoding/json.
 type Decoder struct {
 	schema sink.Schema
 	text   bool // format: text
@@ -77,6 +73,7 @@ type decodeState struct {
 	num     []byte // formatted numbers of Kafka fields
 	act     rowActivation
 	strs    []byte // the current row's string arena
+	fixed   []byte // text with invalid UTF-8 repaired
 }
 
 // str returns b as a string carved from the row's arena, so that one
@@ -93,6 +90,17 @@ func (st *decodeState) str(b []byte) string {
 	start := len(st.strs)
 	st.strs = append(st.strs, b...)
 	return unsafe.String(&st.strs[start], len(b))
+}
+
+// validStr is str for text that may hold invalid UTF-8: each invalid byte
+// becomes U+FFFD, the rule for every string a file holds (sink/values.go).
+// Text already valid, as jsonText gives it, is copied as it is.
+func (st *decodeState) validStr(b []byte) string {
+	if isValidText(b) {
+		return st.str(b)
+	}
+	st.fixed = sink.AppendValidText(st.fixed[:0], b)
+	return st.str(st.fixed)
 }
 
 // New builds the decoder of a schema section; its errors are the
@@ -268,6 +276,9 @@ func (d *Decoder) Decode(msg *record.Record, dst sink.Row) (row sink.Row, keep b
 
 func (d *Decoder) scan(value []byte, st *decodeState) error {
 	clear(st.spans)
+	if value == nil {
+		return errTombstone
+	}
 	if len(value) == 0 {
 		return fmt.Errorf("the value is empty, not a JSON object")
 	}
@@ -287,6 +298,10 @@ func (d *Decoder) scan(value []byte, st *decodeState) error {
 	}
 	return nil
 }
+
+// errTombstone is the reason of a record without a value: Kafka's delete
+// marker on a compacted topic, not a log line.
+var errTombstone = errors.New("the value is null (a tombstone)")
 
 // fieldValue is a value on its way to a column: the JSON text of a value
 // from the record, or the bytes of a Kafka field (raw nil).
@@ -337,9 +352,12 @@ func (d *Decoder) field(c *column, msg *record.Record, st *decodeState) (any, er
 		if len(msg.Headers) == 0 {
 			return c.missing()
 		}
+		// A header without a value is left out, as a JSON map's null is.
 		m := make(map[string]string, len(msg.Headers))
 		for _, h := range msg.Headers {
-			m[h.Key] = string(h.Value)
+			if h.Value != nil {
+				m[st.validStr([]byte(h.Key))] = st.validStr(h.Value)
+			}
 		}
 		return m, nil
 	}
@@ -359,6 +377,9 @@ func (c *column) kafkaTime(t time.Time) (any, error) {
 		return c.missing()
 	}
 	t = t.UTC()
+	if (c.typ == sink.Timestamp || c.typ == sink.Date) && !sink.TimeInRange(t) {
+		return nil, c.outOfRange(fmt.Sprintf("the record's timestamp %d ms", t.UnixMilli()))
+	}
 	switch c.typ {
 	case sink.Timestamp:
 		return toUnit(t, c.unit), nil
@@ -376,6 +397,9 @@ func (c *column) missing() (any, error) {
 	if c.def != nil {
 		return c.def, nil
 	}
+	if c.required && c.src == srcValue {
+		return nil, errTombstone
+	}
 	if c.required {
 		if c.src == srcExpr {
 			return nil, fmt.Errorf("column %q: expr gave null for a required column", c.name)
@@ -392,13 +416,10 @@ func (c *column) convert(v fieldValue, st *decodeState) (any, error) {
 	}
 	switch c.typ {
 	case sink.String:
-		switch {
-		case v.kind != jsonString:
-			return st.str(v.raw), nil
-		case v.raw == nil && !isValidText(v.text):
-			return string(bytes.ToValidUTF8(v.text, []byte("\uFFFD"))), nil
+		if v.kind != jsonString {
+			return st.validStr(v.raw), nil
 		}
-		return st.str(v.text), nil
+		return st.validStr(v.text), nil
 
 	case sink.Int32, sink.Int64:
 		b, ok := v.number()
@@ -425,6 +446,15 @@ func (c *column) convert(v fieldValue, st *decodeState) (any, error) {
 		bits := 64
 		if c.typ == sink.Float32 {
 			bits = 32
+		}
+		// A decimal number, or the spellings of NaN and the infinities that
+		// JSON writers use (ours among them); not Go's hex floats, '+' or '_'.
+		switch string(b) {
+		case "NaN", "Infinity", "-Infinity":
+		default:
+			if _, ok := parseDecimal(b); !ok {
+				return nil, c.notA(v)
+			}
 		}
 		f, err := strconv.ParseFloat(string(b), bits)
 		if err != nil {
@@ -460,7 +490,15 @@ func (c *column) convert(v fieldValue, st *decodeState) (any, error) {
 			t, ok = c.tf.parseText(v.text)
 		}
 		if !ok {
+			if b, isNum := v.number(); isNum && c.tf.epoch() {
+				if _, isDecimal := parseDecimal(b); isDecimal {
+					return nil, c.outOfRange(c.show(v)) // beyond ±10^12 s
+				}
+			}
 			return nil, c.notA(v)
+		}
+		if !sink.TimeInRange(t) {
+			return nil, c.outOfRange(c.show(v))
 		}
 		if c.typ == sink.Date {
 			return toDate(t), nil
@@ -475,14 +513,14 @@ func (c *column) convert(v fieldValue, st *decodeState) (any, error) {
 
 	case sink.JSON:
 		if v.raw != nil {
-			return st.str(v.raw), nil
+			return st.validStr(v.raw), nil
 		}
 		// A Kafka field: keep it only if it is a JSON document.
 		var s jsonScanner
 		if err := s.scan(v.text, nil, nil); err != nil {
 			return nil, fmt.Errorf("column %q: %s is not JSON: %v", c.name, c.show(v), err)
 		}
-		return string(v.text), nil
+		return st.validStr(v.text), nil
 
 	case sink.StringMap:
 		if v.kind != jsonObject {
@@ -493,9 +531,9 @@ func (c *column) convert(v fieldValue, st *decodeState) (any, error) {
 			switch mv.kind {
 			case jsonNull:
 			case jsonString:
-				m[st.str(key)] = st.str(jsonText(v.raw, mv, &st.text))
+				m[st.validStr(key)] = st.str(jsonText(v.raw, mv, &st.text))
 			default:
-				m[st.str(key)] = st.str(v.raw[mv.start:mv.end])
+				m[st.validStr(key)] = st.validStr(v.raw[mv.start:mv.end])
 			}
 		})
 		return m, nil
@@ -515,48 +553,15 @@ func (v fieldValue) number() ([]byte, bool) {
 	return nil, false
 }
 
-// parseInteger reads an integer, also from integral decimal or exponent
-// forms (200.0, 2e3).
+// parseInteger reads an integer exactly, also from integral decimal or
+// exponent forms (200.0, 2e3, 9007199254740993.0); a fraction or a value
+// beyond int64 is no integer.
 func parseInteger(b []byte) (int64, bool) {
-	neg := len(b) > 0 && b[0] == '-'
-	p := 0
-	if neg {
-		p = 1
-	}
-	if p == len(b) {
+	d, ok := parseDecimal(b)
+	if !ok {
 		return 0, false
 	}
-	var n uint64
-	for ; p < len(b); p++ {
-		c := b[p]
-		if c < '0' || c > '9' {
-			break
-		}
-		if n > (math.MaxUint64-9)/10 {
-			return 0, false
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	if p < len(b) {
-		if c := b[p]; c != '.' && c != 'e' && c != 'E' || p == 0 || p == 1 && neg {
-			return 0, false
-		}
-		f, err := strconv.ParseFloat(string(b), 64)
-		if err != nil || f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
-			return 0, false
-		}
-		return int64(f), true
-	}
-	if neg {
-		if n > 1<<63 {
-			return 0, false
-		}
-		return -int64(n), true
-	}
-	if n > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(n), true
+	return d.int64()
 }
 
 // notA is the dead-letter reason of a value the column cannot take.
@@ -582,19 +587,34 @@ func (c *column) notA(v fieldValue) error {
 	return fmt.Errorf("column %q: %s is not %s", c.name, c.show(v), what)
 }
 
-// show quotes a value for a message, cut short.
+// outOfRange is the dead-letter reason of an instant no file can hold.
+func (c *column) outOfRange(what string) error {
+	return fmt.Errorf("column %q: %s is out of the %s range %s to %s", c.name, what, c.typ,
+		sink.MinTime.Format(time.RFC3339), sink.MaxTime.Format(time.RFC3339Nano))
+}
+
+// show quotes a value for a message, cut short at a character boundary:
+// JSON text as it is (invalid UTF-8 repaired), a string quoted with Go's
+// escapes.
 func (c *column) show(v fieldValue) string {
-	const max = 64
-	var s string
 	if v.raw != nil {
-		s = string(v.raw)
-	} else {
-		s = strconv.Quote(string(v.text))
+		return sink.ValidText(cutText(v.raw))
 	}
-	if len(s) > max {
-		s = s[:max] + "…"
+	return strconv.Quote(cutText(v.text))
+}
+
+// cutText is b, or its first 64 bytes or so, cut between characters, and
+// an ellipsis.
+func cutText(b []byte) string {
+	const max = 64
+	if len(b) <= max {
+		return string(b)
 	}
-	return s
+	n := max
+	for n > max-utf8.UTFMax && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return string(b[:n]) + "…"
 }
 
 // defaultValue converts a config default to the column type, the way a

@@ -62,6 +62,14 @@ func TestDecodeTypes(t *testing.T) {
 		{"int64 min", ColumnConfig{Type: sink.Int64}, `-9223372036854775808`, int64(math.MinInt64), ""},
 		{"int64 overflow", ColumnConfig{Type: sink.Int64}, `9223372036854775808`, nil, `is not an int64`},
 		{"int64 object", ColumnConfig{Type: sink.Int64}, `{}`, nil, `{} is not an int64`},
+		{"int64 beyond 2^53 decimal", ColumnConfig{Type: sink.Int64}, `9007199254740993.0`, int64(9007199254740993), ""},
+		{"int64 beyond 2^53 exponent", ColumnConfig{Type: sink.Int64}, `1234567890123456789e0`, int64(1234567890123456789), ""},
+		{"int64 beyond 2^53 string", ColumnConfig{Type: sink.Int64}, `"9.007199254740993e15"`, int64(9007199254740993), ""},
+		{"int64 max exponent", ColumnConfig{Type: sink.Int64}, `9.223372036854775807e18`, int64(math.MaxInt64), ""},
+		{"int64 just past max exponent", ColumnConfig{Type: sink.Int64}, `9.223372036854775808e18`, nil, `column "v": 9.223372036854775808e18 is not an int64`},
+		{"int64 tiny fraction", ColumnConfig{Type: sink.Int64}, `9007199254740993.0000001`, nil, `is not an int64`},
+		{"int64 huge exponent", ColumnConfig{Type: sink.Int64}, `1e400`, nil, `column "v": 1e400 is not an int64`},
+		{"int32 exponent past range", ColumnConfig{Type: sink.Int32}, `2.147483648e9`, nil, `is not an int32`},
 
 		{"float64", ColumnConfig{Type: sink.Float64}, `12.75`, 12.75, ""},
 		{"float64 int", ColumnConfig{Type: sink.Float64}, `12`, 12.0, ""},
@@ -70,6 +78,13 @@ func TestDecodeTypes(t *testing.T) {
 		{"float64 word", ColumnConfig{Type: sink.Float64}, `"fast"`, nil, `column "v": "fast" is not a float64`},
 		{"float32", ColumnConfig{Type: sink.Float32}, `0.5`, float32(0.5), ""},
 		{"float32 overflow", ColumnConfig{Type: sink.Float32}, `1e39`, nil, `is not a float32`},
+		{"float64 Infinity string", ColumnConfig{Type: sink.Float64}, `"-Infinity"`, math.Inf(-1), ""},
+		{"float64 hex", ColumnConfig{Type: sink.Float64}, `"0x1p3"`, nil, `"0x1p3" is not a float64`},
+		{"float64 plus", ColumnConfig{Type: sink.Float64}, `"+1.5"`, nil, `is not a float64`},
+		{"float64 underscore", ColumnConfig{Type: sink.Float64}, `"1_000"`, nil, `is not a float64`},
+		{"float64 inf word", ColumnConfig{Type: sink.Float64}, `"inf"`, nil, `is not a float64`},
+		{"float64 overflow", ColumnConfig{Type: sink.Float64}, `1e309`, nil, `is not a float64`},
+		{"float64 nearest", ColumnConfig{Type: sink.Float64}, `9007199254740993`, 9007199254740992.0, ""},
 
 		{"bool true", ColumnConfig{Type: sink.Bool}, `true`, true, ""},
 		{"bool false", ColumnConfig{Type: sink.Bool}, `false`, false, ""},
@@ -91,6 +106,16 @@ func TestDecodeTypes(t *testing.T) {
 		{"timestamp epoch_s negative", ColumnConfig{Type: sink.Timestamp, TimeFormat: "epoch_s"}, `-1.5`, utc("1969-12-31T23:59:58.5Z"), ""},
 		{"timestamp epoch word", ColumnConfig{Type: sink.Timestamp, TimeFormat: "epoch_s"}, `"soon"`, nil, `"soon" is not a number for time_format epoch_s`},
 		{"timestamp epoch_us", ColumnConfig{Type: sink.Timestamp, TimeFormat: "epoch_us", Unit: "us"}, `1764399600123456`, utc("2025-11-29T07:00:00.123456Z"), ""},
+		{"timestamp epoch_s out of range us", ColumnConfig{Type: sink.Timestamp, TimeFormat: "epoch_s", Unit: "us"}, `9300000000000`, nil,
+			`column "v": 9300000000000 is out of the timestamp range 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z`},
+		{"timestamp epoch_s beyond 10^12 s", ColumnConfig{Type: sink.Timestamp, TimeFormat: "epoch_s"}, `"1e30"`, nil, `column "v": "1e30" is out of the timestamp range`},
+		{"timestamp epoch_ms year 10000", ColumnConfig{Type: sink.Timestamp, TimeFormat: "epoch_ms"}, `253402300800000`, nil, `is out of the timestamp range`},
+		{"timestamp epoch_ms year 9999", ColumnConfig{Type: sink.Timestamp, TimeFormat: "epoch_ms"}, `253402300799999`, utc("9999-12-31T23:59:59.999Z"), ""},
+		{"timestamp epoch_s before year 1", ColumnConfig{Type: sink.Timestamp, TimeFormat: "epoch_s"}, `-62135596801`, nil, `is out of the timestamp range`},
+		{"timestamp epoch_s year 1", ColumnConfig{Type: sink.Timestamp, TimeFormat: "epoch_s"}, `-62135596800`, utc("0001-01-01T00:00:00Z"), ""},
+		{"timestamp epoch_ns exact beyond 2^53", ColumnConfig{Type: sink.Timestamp, TimeFormat: "epoch_ns", Unit: "us"}, `1.764399600123456789e18`, utc("2025-11-29T07:00:00.123456Z"), ""},
+		{"timestamp rfc3339 year 0", ColumnConfig{Type: sink.Timestamp}, `"0000-01-01T00:00:00Z"`, nil, `column "v": "0000-01-01T00:00:00Z" is out of the timestamp range`},
+		{"date epoch_s out of range", ColumnConfig{Type: sink.Date, TimeFormat: "epoch_s"}, `9300000000000`, nil, `is out of the date range`},
 		{"timestamp epoch_ns", ColumnConfig{Type: sink.Timestamp, TimeFormat: "epoch_ns", Unit: "us"}, `1764399600123456789`, utc("2025-11-29T07:00:00.123456Z"), ""},
 		{"timestamp layout", ColumnConfig{Type: sink.Timestamp, TimeFormat: "2006-01-02 15:04:05"}, `"2026-11-29 07:00:00"`, utc("2026-11-29T07:00:00Z"), ""},
 		{"timestamp layout zone", ColumnConfig{Type: sink.Timestamp, TimeFormat: "02/Jan/2006:15:04:05 -0700"}, `"29/Nov/2026:16:00:00 +0900"`, utc("2026-11-29T07:00:00Z"), ""},
@@ -408,6 +433,27 @@ func FuzzDecodeJSON(f *testing.F) {
 			t.Fatalf("string %q, encoding/json %q", row[0], s)
 		}
 	})
+}
+
+// TestDecodeFloatNaN: "NaN", the spelling JSON writers use, is NaN.
+func TestDecodeFloatNaN(t *testing.T) {
+	d := newTestDecoder(t, SchemaConfig{Columns: []ColumnConfig{{Name: "v", Type: sink.Float64}}})
+	row, _, err := d.Decode(&record.Record{Value: []byte(`{"v": "NaN"}`)}, nil)
+	if f, ok := row[0].(float64); err != nil || !ok || !math.IsNaN(f) {
+		t.Fatalf("got %#v, %v; want NaN", row[0], err)
+	}
+}
+
+// TestDecodeKafkaTimestampOutOfRange: a record timestamp past year 9999 is
+// a dead letter naming the column and the value.
+func TestDecodeKafkaTimestampOutOfRange(t *testing.T) {
+	d := newTestDecoder(t, SchemaConfig{Format: "text", Columns: []ColumnConfig{
+		{Name: "value", Type: sink.String}, {Name: "ts", Type: sink.Timestamp, Source: "kafka.timestamp", Unit: "us"},
+	}})
+	_, _, err := d.Decode(&record.Record{Value: []byte("x"), Time: time.UnixMilli(9300000000000000)}, nil)
+	if want := `column "ts": the record's timestamp 9300000000000000 ms is out of the timestamp range`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v, want %q", err, want)
+	}
 }
 
 // TestDecodeConcurrent: one Decoder serves every partition worker.

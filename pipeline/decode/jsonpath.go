@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/logstore/logstore/sink"
 )
 
 // A JSON path names one value inside a record: `level`, `http.status`,
@@ -205,7 +207,11 @@ func (s *jsonScanner) fail(msg string) error {
 	if s.pos >= len(s.buf) {
 		return &JSONSyntaxError{Offset: s.pos, Msg: "unexpected end of input"}
 	}
-	return &JSONSyntaxError{Offset: s.pos, Msg: fmt.Sprintf("%s, found %q", msg, s.buf[s.pos])}
+	found := fmt.Sprintf("byte 0x%02x", s.buf[s.pos])
+	if r, size := utf8.DecodeRune(s.buf[s.pos:]); r != utf8.RuneError || size > 1 {
+		found = strconv.QuoteRune(r)
+	}
+	return &JSONSyntaxError{Offset: s.pos, Msg: fmt.Sprintf("%s, found %s", msg, found)}
 }
 
 // scan walks one document; spans must have one entry per slot, zeroed.
@@ -541,17 +547,13 @@ func appendUnquoted(dst, raw []byte) []byte {
 				dst = append(dst, e)
 			}
 			i += 2
-		case c < utf8.RuneSelf:
-			dst = append(dst, c)
-			i++
 		default:
-			r, size := utf8.DecodeRune(raw[i:])
-			if r == utf8.RuneError && size == 1 {
-				dst = utf8.AppendRune(dst, utf8.RuneError)
-			} else {
-				dst = append(dst, raw[i:i+size]...)
+			j := i + 1
+			for j < len(raw) && raw[j] != '\\' {
+				j++
 			}
-			i += size
+			dst = sink.AppendValidText(dst, raw[i:j])
+			i = j
 		}
 	}
 	return dst

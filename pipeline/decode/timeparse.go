@@ -2,8 +2,6 @@ package decode
 
 import (
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -175,75 +173,28 @@ func daysIn(year, month int) int {
 }
 
 // epochScale says, per epoch unit, how many fraction digits reach down to a
-// nanosecond and how many nanoseconds one unit is.
+// nanosecond.
 var epochScale = [...]struct {
 	fracDigits int
-	nanos      int64
 }{
-	timeEpochS:  {9, 1e9},
-	timeEpochMS: {6, 1e6},
-	timeEpochUS: {3, 1e3},
-	timeEpochNS: {0, 1},
+	timeEpochS:  {9},
+	timeEpochMS: {6},
+	timeEpochUS: {3},
+	timeEpochNS: {0},
 }
 
-// parseEpoch reads a count of units since 1970 from a JSON number's text:
-// an integer, a decimal fraction (Python's time.time() writes
-// 1700000000.123456) or, through float64, an exponent form.
+// parseEpoch reads a count of units since 1970 from a number's text,
+// exactly: an integer, a decimal fraction (Python's time.time() writes
+// 1700000000.123456) or an exponent form; digits below a nanosecond are
+// dropped.
 func parseEpoch(b []byte, k timeKind) (time.Time, bool) {
-	sc := epochScale[k]
-	neg := len(b) > 0 && b[0] == '-'
-	p := 0
-	if neg {
-		p = 1
-	}
-	start := p
-	var whole int64
-	for p < len(b) && b[p] >= '0' && b[p] <= '9' {
-		if whole > (math.MaxInt64-9)/10 {
-			return time.Time{}, false
-		}
-		whole = whole*10 + int64(b[p]-'0')
-		p++
-	}
-	if p == start {
+	d, ok := parseDecimal(b)
+	if !ok {
 		return time.Time{}, false
 	}
-	var frac int64 // in nanoseconds
-	if p < len(b) && b[p] == '.' {
-		p++
-		fs := p
-		n := 0
-		for p < len(b) && b[p] >= '0' && b[p] <= '9' {
-			if n < sc.fracDigits {
-				frac = frac*10 + int64(b[p]-'0')
-				n++
-			}
-			p++
-		}
-		if p == fs {
-			return time.Time{}, false
-		}
-		for ; n < sc.fracDigits; n++ {
-			frac *= 10
-		}
-	}
-	if p != len(b) {
-		if b[p] != 'e' && b[p] != 'E' {
-			return time.Time{}, false
-		}
-		f, err := strconv.ParseFloat(string(b), 64)
-		secs := f * float64(sc.nanos) / 1e9
-		if err != nil || !(math.Abs(secs) < 1e12) { // also rejects NaN
-			return time.Time{}, false
-		}
-		sec := math.Floor(secs)
-		return time.Unix(int64(sec), int64((secs-sec)*1e9)).UTC(), true
-	}
-	perSec := int64(1e9) / sc.nanos
-	sec, rest := whole/perSec, whole%perSec
-	nsec := rest*sc.nanos + frac
-	if neg {
-		sec, nsec = -sec, -nsec
+	sec, nsec, ok := d.unix(int64(9 - epochScale[k].fracDigits))
+	if !ok {
+		return time.Time{}, false
 	}
 	return time.Unix(sec, nsec).UTC(), true
 }

@@ -309,13 +309,13 @@ func (c *column) fromCEL(out ref.Val) (any, error) {
 	case types.String:
 		switch c.typ {
 		case sink.String:
-			v = string(x)
+			v = sink.ValidText(string(x))
 		case sink.JSON:
 			var s jsonScanner
 			if err := s.scan([]byte(x), nil, nil); err != nil {
 				return nil, fmt.Errorf("column %q: expr gave a string that is not JSON: %v", c.name, err)
 			}
-			v = string(x)
+			v = sink.ValidText(string(x))
 		}
 	case types.Int:
 		switch c.typ {
@@ -343,6 +343,9 @@ func (c *column) fromCEL(out ref.Val) (any, error) {
 			v = bool(x)
 		}
 	case types.Timestamp:
+		if !sink.TimeInRange(x.Time) {
+			return nil, c.outOfRange(x.Time.UTC().Format(time.RFC3339Nano))
+		}
 		switch c.typ {
 		case sink.Timestamp:
 			v = toUnit(x.Time.UTC(), c.unit)
@@ -359,7 +362,7 @@ func (c *column) fromCEL(out ref.Val) (any, error) {
 			if err != nil {
 				return nil, fmt.Errorf("column %q: expr gave a map that is not map(string, string): %v", c.name, err)
 			}
-			v = m
+			v = sink.ValidMap(m.(map[string]string))
 		}
 	case *types.Err:
 		return nil, fmt.Errorf("column %q: expr: %v", c.name, x)
@@ -408,7 +411,9 @@ func (a *rowActivation) ResolveName(name string) (any, bool) {
 		if a.headers == nil {
 			h := make(map[string]string, len(m.Headers))
 			for _, kv := range m.Headers {
-				h[kv.Key] = string(kv.Value)
+				if kv.Value != nil { // as in the kafka.headers column
+					h[kv.Key] = string(kv.Value)
+				}
 			}
 			a.headers = types.NewStringStringMap(types.DefaultTypeAdapter, h)
 		}

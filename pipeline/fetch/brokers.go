@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -88,7 +90,15 @@ func (p *brokerPool) conn(ctx context.Context, id int32) (*brokerConn, error) {
 	}
 	if c := p.conns[id]; c != nil {
 		p.mu.Unlock()
-		return c, nil
+		err := c.reauthenticateIfDue(ctx)
+		if err == nil {
+			return c, nil
+		}
+		if p.log != nil {
+			p.log.Warn("SASL re-authentication failed; dialling again", "broker", id, "err", err)
+		}
+		p.drop(id, c)
+		p.mu.Lock()
 	}
 	n, ok := p.nodes[id]
 	p.mu.Unlock()
@@ -303,6 +313,15 @@ type brokerConn struct {
 	clientID string
 	versions map[protocol.ApiKey]int16
 	nextID   int32
+	// reused is set once the connection carried a request after its
+	// handshake: only such a connection can have gone stale in the pool.
+	reused bool
+	// SASL re-authentication (KIP-368): the mechanism, the host and port it
+	// signs for, and when to authenticate again (zero: the broker set no
+	// session lifetime).
+	mech     sasl.Mechanism
+	saslMeta sasl.Metadata
+	reauthAt time.Time
 }
 
 func dialBroker(ctx context.Context, d *kafka.Dialer, addr string) (*brokerConn, error) {
@@ -367,12 +386,14 @@ func dialBroker(ctx context.Context, d *kafka.Dialer, addr string) (*brokerConn,
 	}
 	if d.SASLMechanism != nil {
 		portNum, _ := strconv.Atoi(port)
-		sctx := sasl.WithMetadata(ctx, &sasl.Metadata{Host: host, Port: portNum})
+		c.saslMeta = sasl.Metadata{Host: host, Port: portNum}
+		sctx := sasl.WithMetadata(ctx, &c.saslMeta)
 		if err := c.authenticate(sctx, d.SASLMechanism); err != nil {
 			c.close()
 			return nil, fmt.Errorf("SASL %s with %s: %w", d.SASLMechanism.Name(), addr, err)
 		}
 	}
+	c.reused = false // the handshake does not count
 	return c, nil
 }
 
@@ -403,10 +424,14 @@ func (c *brokerConn) authenticate(ctx context.Context, mech sasl.Mechanism) erro
 	if code := msg.(*saslhandshake.Response).ErrorCode; code != 0 {
 		return kafka.Error(code)
 	}
+	// The session starts when the broker checks the last message; counting
+	// from before the first is the safe side.
+	began := time.Now()
 	sess, state, err := mech.Start(ctx)
 	if err != nil {
 		return err
 	}
+	var lifetimeMs int64
 	for done := false; !done; {
 		msg, err := c.roundTrip(ctx, &saslauthenticate.Request{AuthBytes: state})
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -420,10 +445,13 @@ func (c *brokerConn) authenticate(ctx context.Context, mech sasl.Mechanism) erro
 		if res.ErrorCode != 0 {
 			return fmt.Errorf("%w: %s", kafka.Error(res.ErrorCode), res.ErrorMessage)
 		}
+		lifetimeMs = res.SessionLifetimeMs
 		if done, state, err = sess.Next(ctx, res.AuthBytes); err != nil {
 			return err
 		}
 	}
+	c.mech = mech
+	c.reauthAt = reauthTime(began, lifetimeMs)
 	return nil
 }
 
@@ -481,6 +509,7 @@ func (c *brokerConn) within(ctx context.Context, do func() error) error {
 	stop := context.AfterFunc(ctx, func() { c.pc.SetDeadline(time.Unix(1, 0)) })
 	err := do()
 	stop()
+	c.reused = true
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
@@ -491,3 +520,51 @@ func (c *brokerConn) within(ctx context.Context, do func() error) error {
 }
 
 func (c *brokerConn) close() { c.pc.Close() }
+
+// staleConn says whether err, from a request on a connection the pool had
+// kept, may only mean that the connection outlived its broker process: a
+// broker that restarted (a rolling upgrade, MSK patching) resets every
+// connection from before, and the first request on one fails at once with
+// EOF or a reset. Such a connection is dialled again, once, before the
+// broker counts as failed. A timeout is no such sign: the broker, or the
+// path to it, is slow or gone, and a redial would only wait again.
+func staleConn(reused bool, err error) bool {
+	if !reused || err == nil {
+		return false
+	}
+	var ne net.Error
+	if errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+		return false
+	}
+	// net.ErrClosed: the reader closed it itself (Close during a fetch).
+	return !errors.Is(err, net.ErrClosed) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// reauthTime is when a session of lifetimeMs that began at began should be
+// renewed: brokers with connections.max.reauth.ms set (and Amazon MSK with
+// IAM, whose sessions end with their credentials) close a connection whose
+// session expired at its next request (KIP-368), which a reader would take
+// for a lost broker. Like the Java client, renew at 85-95 % of the lifetime,
+// spread so that a member's connections do not all renew at once.
+func reauthTime(began time.Time, lifetimeMs int64) time.Time {
+	if lifetimeMs <= 0 {
+		return time.Time{}
+	}
+	life := time.Duration(lifetimeMs) * time.Millisecond
+	return began.Add(life * time.Duration(85+rand.IntN(11)) / 100)
+}
+
+// reauthenticateIfDue runs the SASL exchange again on the open connection
+// when its session is near its end, between two requests, as KIP-368 allows.
+// The mechanism starts afresh, so it signs with the credentials current now
+// (MSK IAM: IRSA and Pod Identity rotate them).
+func (c *brokerConn) reauthenticateIfDue(ctx context.Context) error {
+	if c.mech == nil || c.reauthAt.IsZero() || time.Now().Before(c.reauthAt) {
+		return nil
+	}
+	meta := c.saslMeta
+	if err := c.authenticate(sasl.WithMetadata(ctx, &meta), c.mech); err != nil {
+		return fmt.Errorf("SASL %s re-authentication with %s: %w", c.mech.Name(), c.addr, err)
+	}
+	return nil
+}

@@ -14,8 +14,9 @@ import (
 // ready to use, a nil *Stats counts nothing, and one Stats may be
 // shared by all readers of a process.
 type Stats struct {
-	sameRack  atomic.Int64
-	crossRack atomic.Int64
+	sameRack    atomic.Int64
+	crossRack   atomic.Int64
+	truncations atomic.Int64
 
 	mu      sync.RWMutex
 	brokers map[int32]*brokerFetchCounters
@@ -31,6 +32,8 @@ type brokerFetchCounters struct {
 type Snapshot struct {
 	SameRackBytes  int64
 	CrossRackBytes int64
+	// Truncations counts logs found truncated under a reader (KIP-320).
+	Truncations int64
 	// Brokers is ordered by broker id.
 	Brokers []BrokerStats
 }
@@ -82,6 +85,7 @@ func (s *Stats) Snapshot() Snapshot {
 	snap := Snapshot{
 		SameRackBytes:  s.sameRack.Load(),
 		CrossRackBytes: s.crossRack.Load(),
+		Truncations:    s.truncations.Load(),
 	}
 	s.mu.RLock()
 	for id, c := range s.brokers {
@@ -116,4 +120,11 @@ func (s Snapshot) SameRackShare() float64 {
 		return 0
 	}
 	return float64(s.SameRackBytes) / float64(total)
+}
+
+// truncated counts one log found truncated under a reader.
+func (s *Stats) truncated() {
+	if s != nil {
+		s.truncations.Add(1)
+	}
 }

@@ -90,9 +90,13 @@ type ReaderConfig struct {
 	MaxBytes int
 
 	// PreferredLease is how long the reader follows a preferred read
-	// replica before asking the leader again, and how long it reads from the
-	// leader alone after that replica failed. Default 5 minutes.
+	// replica before asking the leader again. Default 5 minutes.
 	PreferredLease time.Duration
+	// ReplicaBackoff is how long the reader reads from the leader alone
+	// after its preferred replica failed, before it sends its rack again;
+	// it doubles with each failure in a row up to ReplicaBackoffMax and
+	// starts over once the replica serves a fetch. Defaults 1s and 30s.
+	ReplicaBackoff, ReplicaBackoffMax time.Duration
 
 	// Stats, if set, counts every fetched byte.
 	Stats *Stats
@@ -110,9 +114,17 @@ type OffsetOutOfRangeError struct {
 	// LogStart is the earliest offset, LogEnd the high watermark (the last
 	// stable offset under read_committed).
 	LogStart, LogEnd int64
+	// Truncated says the log was cut back under the reader (an unclean
+	// leader election, KIP-320): LogEnd is then where the new leader's log
+	// parts from the records the reader read.
+	Truncated bool
 }
 
 func (e *OffsetOutOfRangeError) Error() string {
+	if e.Truncated {
+		return fmt.Sprintf("%s/%d: log truncated at %d under offset %d (an unclean leader election): the log holds [%d, %d)",
+			e.Topic, e.Partition, e.LogEnd, e.Offset, e.LogStart, e.LogEnd)
+	}
 	return fmt.Sprintf("%s/%d: offset %d is out of range: the log holds [%d, %d)",
 		e.Topic, e.Partition, e.Offset, e.LogStart, e.LogEnd)
 }
@@ -127,9 +139,10 @@ func (e *OffsetOutOfRangeError) Unwrap() error { return kafka.OffsetOutOfRange }
 //
 // Every fetch is a full one-partition request (no KIP-227 fetch session).
 // The leader epoch sent is the one Metadata v7+ reports, so brokers fence a
-// reader with stale metadata; log truncation after an unclean election is
-// not detected (no OffsetForLeaderEpoch, KIP-320): the reader sees it only
-// as OFFSET_OUT_OF_RANGE. Records are decoded by kafka-go's protocol
+// reader with stale metadata. After the leadership moves, the reader asks
+// the new leader where the epoch of its last record ends (OffsetForLeaderEpoch,
+// KIP-320), so a log truncated by an unclean election is reported even when
+// the offset is still inside the new log. Records are decoded by kafka-go's protocol
 // package, which registers the gzip, snappy, lz4 and zstd codecs.
 type PartitionReader struct {
 	cfg  ReaderConfig
@@ -149,14 +162,22 @@ type PartitionReader struct {
 	// replica is the preferred read replica (-1: none), followed until
 	// replicaUntil. leaderOnlyUntil is set when a replica failed: until then
 	// the reader asks the leader without its rack, so that the leader serves
-	// records itself instead of naming the replica again.
+	// records itself instead of naming the replica again. backoff spaces
+	// those waits.
 	replica         int32
 	replicaUntil    time.Time
 	leaderOnlyUntil time.Time
+	backoff         replicaBackoff
 
 	failingSince time.Time
 	attempt      int
 	warnedOld    bool
+
+	// lastEpoch is the leader epoch of the last batch read (-1: none since
+	// the offset was set); validate asks for a truncation check against the
+	// new leader after the leadership moved (KIP-320).
+	lastEpoch int32
+	validate  bool
 }
 
 // NewPartitionReader returns a reader positioned at kafka.FirstOffset. It
@@ -177,6 +198,12 @@ func NewPartitionReader(cfg ReaderConfig) *PartitionReader {
 	if cfg.PreferredLease <= 0 {
 		cfg.PreferredLease = DefaultPreferredLease
 	}
+	if cfg.ReplicaBackoff <= 0 {
+		cfg.ReplicaBackoff = DefaultReplicaBackoff
+	}
+	if cfg.ReplicaBackoffMax <= 0 {
+		cfg.ReplicaBackoffMax = DefaultReplicaBackoffMax
+	}
 	log := cfg.Log
 	if log == nil {
 		log = slog.Default()
@@ -190,14 +217,18 @@ func NewPartitionReader(cfg ReaderConfig) *PartitionReader {
 		isolation: iso,
 		cfgErr:    err,
 		offset:    kafka.FirstOffset,
+		lastEpoch: -1,
 		replica:   -1,
+		backoff:   replicaBackoff{first: cfg.ReplicaBackoff, max: cfg.ReplicaBackoffMax},
 	}
 }
 
 // SetOffset sets the offset of the next record Fetch returns; kafka.FirstOffset
 // and kafka.LastOffset stand for the log's start and end. (Not Seek: go vet's
 // stdmethods check wants io.Seeker's signature for that name.)
-func (r *PartitionReader) SetOffset(offset int64) { r.offset = offset }
+func (r *PartitionReader) SetOffset(offset int64) {
+	r.offset, r.lastEpoch, r.validate = offset, -1, false
+}
 
 // Offset is the offset of the next record Fetch returns.
 func (r *PartitionReader) Offset() int64 { return r.offset }
@@ -272,6 +303,9 @@ func (r *PartitionReader) refresh(ctx context.Context) error {
 	if r.part.Leader != st.Leader && r.part.Replicas != nil {
 		r.log.Info("partition leader moved", "from", r.part.Leader, "to", st.Leader, "leader_epoch", st.LeaderEpoch)
 	}
+	if r.part.Replicas != nil && st.LeaderEpoch > r.part.LeaderEpoch && r.lastEpoch >= 0 {
+		r.validate = true
+	}
 	r.part, r.known = st, true
 	return nil
 }
@@ -301,6 +335,19 @@ func (r *PartitionReader) Fetch(ctx context.Context) (msgs []record.Record, high
 		if r.offset < 0 {
 			if err := r.resolveStart(ctx); err != nil {
 				return nil, 0, err
+			}
+		}
+		if r.validate {
+			if err := r.checkTruncation(ctx); err != nil {
+				var oor *OffsetOutOfRangeError
+				if errors.As(err, &oor) || permanent(err) || ctx.Err() != nil {
+					return nil, 0, err
+				}
+				r.known = false
+				if err := r.retryOrGiveUp(ctx, "check for log truncation", err); err != nil {
+					return nil, 0, err
+				}
+				continue
 			}
 		}
 
@@ -338,6 +385,9 @@ func (r *PartitionReader) Fetch(ctx context.Context) (msgs []record.Record, high
 				return nil, 0, err
 			}
 			r.failingSince, r.attempt, r.epochMisses = time.Time{}, 0, 0
+			if broker != r.part.Leader {
+				r.backoff.served()
+			}
 			if next > r.offset {
 				r.offset = next
 			}
@@ -416,8 +466,9 @@ func (r *PartitionReader) follow(ctx context.Context, id int32) {
 	}
 	n, ok := r.pool.node(id)
 	if !ok {
-		r.log.Warn("leader named a preferred read replica missing from metadata; reading from the leader", "replica", id)
-		r.leaderOnlyUntil = time.Now().Add(r.cfg.PreferredLease)
+		wait := r.backoff.failed()
+		r.log.Warn("leader named a preferred read replica missing from metadata; reading from the leader", "replica", id, "for", wait)
+		r.leaderOnlyUntil = time.Now().Add(wait)
 		return
 	}
 	if r.replica != id {
@@ -427,11 +478,15 @@ func (r *PartitionReader) follow(ctx context.Context, id int32) {
 	r.replicaUntil = time.Now().Add(r.cfg.PreferredLease)
 }
 
-// fallBack leaves a failed replica for the leader, for one lease.
+// fallBack leaves a failed replica for the leader, for one backoff: the
+// leader keeps every partition moving while the replica is away, and is
+// asked with the rack again soon after, so the reader is local again within
+// seconds of a restarted broker catching up.
 func (r *PartitionReader) fallBack(replica int32, why error) {
-	r.log.Warn("preferred read replica failed; reading from the leader", "replica", replica, "leader", r.part.Leader, "for", r.cfg.PreferredLease, "err", why)
+	wait := r.backoff.failed()
+	r.log.Warn("preferred read replica failed; reading from the leader", "replica", replica, "leader", r.part.Leader, "for", wait, "err", why)
 	r.replica = -1
-	r.leaderOnlyUntil = time.Now().Add(r.cfg.PreferredLease)
+	r.leaderOnlyUntil = time.Now().Add(wait)
 }
 
 // retryOrGiveUp waits before the next attempt, or returns err once errors
@@ -532,10 +587,21 @@ func (r *PartitionReader) fetchFrom(ctx context.Context, broker int32, rack stri
 
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.MaxWait+requestTimeout)
 	defer cancel()
+	reused := c.reused
 	version, body, err := c.exchange(rctx, req)
 	if err != nil {
 		r.pool.drop(broker, c)
-		return nil, err
+		if ctx.Err() != nil || !staleConn(reused, err) {
+			return nil, err
+		}
+		r.log.Info("pooled connection is stale (the broker restarted?); dialling again", "broker", broker, "err", err)
+		if c, err = r.pool.conn(ctx, broker); err != nil {
+			return nil, err
+		}
+		if version, body, err = c.exchange(rctx, req); err != nil {
+			r.pool.drop(broker, c)
+			return nil, err
+		}
 	}
 	n, _ := r.pool.node(broker)
 	r.cfg.Stats.add(broker, n.Rack, r.cfg.Rack, len(body)+8)
@@ -561,7 +627,7 @@ func (r *PartitionReader) records(res *fetchedPartition) (msgs []record.Record, 
 	}
 	batches := scanBatches(res.records[4:])
 	var set protocol.RecordSet
-	if _, err := set.ReadFrom(bytes.NewBuffer(res.records)); err != nil && !errors.Is(err, io.EOF) {
+	if err := readRecordSet(&set, res.records); err != nil && !errors.Is(err, io.EOF) {
 		return nil, next, fmt.Errorf("%s/%d: decode records at offset %d: %w", r.cfg.Topic, r.cfg.Partition, r.offset, err)
 	}
 	var decoded []protocol.RecordReader
@@ -590,6 +656,12 @@ func (r *PartitionReader) records(res *fetchedPartition) (msgs []record.Record, 
 	aborted := slices.Clone(res.aborted)
 	slices.SortFunc(aborted, func(a, b abortedTxn) int { return cmpInt64(a.firstOffset, b.firstOffset) })
 	abortedProducers := make(map[int64]bool)
+	epoch := r.lastEpoch
+	defer func() {
+		if err == nil {
+			r.lastEpoch = epoch
+		}
+	}()
 
 	for i, b := range batches {
 		rr := decoded[i]
@@ -620,6 +692,9 @@ func (r *PartitionReader) records(res *fetchedPartition) (msgs []record.Record, 
 			}
 		}
 		next = max(next, b.last+1)
+		if b.epoch >= 0 {
+			epoch = b.epoch
+		}
 	}
 	return msgs, next, nil
 }
@@ -657,6 +732,19 @@ func (r *PartitionReader) appendRecords(msgs []record.Record, rr protocol.Record
 	}
 }
 
+// readRecordSet decodes a fetched record set. kafka-go's decoder panics on
+// some malformed sets (a v0/v1 message whose size runs past the set); a
+// broken response must be an error the reader retries, not a crash.
+func readRecordSet(set *protocol.RecordSet, b []byte) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: malformed record set: %v", errBadResponse, p)
+		}
+	}()
+	_, err = set.ReadFrom(bytes.NewBuffer(b))
+	return err
+}
+
 // slab hands out the keys and values of one fetch from a few large
 // allocations instead of two per record.
 type slab struct {
@@ -669,6 +757,11 @@ func (s *slab) copy(b protocol.Bytes) ([]byte, error) {
 		return nil, nil
 	}
 	n := b.Len()
+	if n == 0 {
+		// Empty is not null: a zero-length slice of a slab not yet
+		// allocated would be nil.
+		return []byte{}, nil
+	}
 	if cap(s.buf)-len(s.buf) < n {
 		s.buf = make([]byte, 0, max(n, s.chunk))
 	}
@@ -828,6 +921,7 @@ type batchHeader struct {
 	records    int
 	attributes int16
 	magic      int8
+	epoch      int32 // partition leader epoch; -1 before magic 2
 }
 
 func (b batchHeader) control() bool       { return b.magic >= 2 && b.attributes&0x20 != 0 }
@@ -858,6 +952,7 @@ func scanBatches(set []byte) []batchHeader {
 			base:       int64(binary.BigEndian.Uint64(set[0:8])),
 			magic:      int8(set[16]),
 			producerID: -1,
+			epoch:      -1,
 		}
 		h.last = h.base // v0/v1: the (wrapper) offset is the last one
 		h.records = 1
@@ -865,6 +960,7 @@ func scanBatches(set []byte) []batchHeader {
 			if size < 49 { // the fixed part of a v2 header
 				break
 			}
+			h.epoch = int32(binary.BigEndian.Uint32(set[12:16]))
 			h.attributes = int16(binary.BigEndian.Uint16(set[21:23]))
 			h.last = h.base + int64(int32(binary.BigEndian.Uint32(set[23:27])))
 			h.producerID = int64(binary.BigEndian.Uint64(set[43:51]))

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -441,17 +442,20 @@ func TestReaderWithoutRackReadsFromLeader(t *testing.T) {
 
 // TestReaderFallsBackToLeader fails the preferred replica in each way KIP-392
 // names, and checks that the reader reads on from the leader without losing
-// or repeating a record, then returns to the replica after the lease.
+// or repeating a record, then returns to the replica after the backoff.
 func TestReaderFallsBackToLeader(t *testing.T) {
 	type failure struct {
 		name  string
 		epoch bool // the answer says the leader epoch moved
 		fail  func(req *kmsg.FetchRequest) (kmsg.Response, error, bool)
+		times int // fetches that fail in a row; 0 is 1
 	}
 	failures := []failure{
+		// A lost broker fails the redial too: one hang-up alone is taken
+		// for a stale connection (TestReaderRedialsStaleConnection).
 		{"connection lost", false, func(*kmsg.FetchRequest) (kmsg.Response, error, bool) {
 			return nil, errors.New("hang up"), true
-		}},
+		}, 2},
 	}
 	for _, code := range []int16{
 		int16(kafka.OffsetOutOfRange), int16(kafka.NotLeaderForPartition), int16(kafka.ReplicaNotAvailable),
@@ -459,7 +463,7 @@ func TestReaderFallsBackToLeader(t *testing.T) {
 	} {
 		failures = append(failures, failure{fmt.Sprintf("error %d", code), epochChanged(kafka.Error(code)), func(req *kmsg.FetchRequest) (kmsg.Response, error, bool) {
 			return partitionAnswer(req, func(rp *kmsg.FetchResponseTopicPartition) { rp.ErrorCode = code }), nil, true
-		}})
+		}, 1})
 	}
 
 	for _, tc := range failures {
@@ -468,21 +472,15 @@ func TestReaderFallsBackToLeader(t *testing.T) {
 			addrs := c.ListenAddrs()
 			produce(t, addrs, nil, numbered(0, 20)...)
 			const lease = 300 * time.Millisecond
-			r := testReader(t, addrs, ReaderConfig{Rack: "az-b", PreferredLease: lease})
+			r := testReader(t, addrs, ReaderConfig{Rack: "az-b", PreferredLease: lease, ReplicaBackoff: lease})
 			msgs := readTo(t, r, 20)
 
-			// The replica fails once, then works again.
-			var failed sync.Once
+			// The replica fails (tc.times in a row), then works again.
+			var failed atomic.Int32
 			base := spy.answer
 			spy.setAnswer(func(node int32, req *kmsg.FetchRequest) (kmsg.Response, error, bool) {
-				if node == follower {
-					var res kmsg.Response
-					var err error
-					handled := false
-					failed.Do(func() { res, err, handled = tc.fail(req) })
-					if handled {
-						return res, err, true
-					}
+				if node == follower && failed.Add(1) <= int32(max(tc.times, 1)) {
+					return tc.fail(req)
 				}
 				return base(node, req)
 			})
@@ -509,8 +507,14 @@ func TestReaderFallsBackToLeader(t *testing.T) {
 			if tc.epoch {
 				wantRack = "az-b"
 			}
-			if len(fellBack) < 2 || fellBack[0].node != follower || fellBack[1] != (spiedFetch{leader, wantRack}) {
-				t.Fatalf("after the failure: fetches %v; want follower %d, then leader %d with rack %q", fellBack, follower, leader, wantRack)
+			n := max(tc.times, 1)
+			if len(fellBack) < n+1 || fellBack[n] != (spiedFetch{leader, wantRack}) {
+				t.Fatalf("after the failure: fetches %v; want follower %d (%d times), then leader %d with rack %q", fellBack, follower, n, leader, wantRack)
+			}
+			for _, f := range fellBack[:n] {
+				if f.node != follower {
+					t.Fatalf("after the failure: fetches %v; want follower %d (%d times), then leader %d with rack %q", fellBack, follower, n, leader, wantRack)
+				}
 			}
 			if len(back) < 2 || back[0] != (spiedFetch{leader, "az-b"}) || back[len(back)-1].node != follower {
 				t.Fatalf("after the lease: fetches %v; want leader %d with the rack, then follower %d", back, leader, follower)

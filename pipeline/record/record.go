@@ -13,9 +13,9 @@ import (
 type Header = protocol.Header
 
 // Record is one record of a partition. Key and Value are nil when the
-// record has none (a null key, a tombstone); a zero-length one may be nil
-// too, so a non-nil Key or Value says the record had one, a nil one says
-// only that it is empty. Headers is nil when the record has no headers.
+// record has none (a null key, a tombstone) and non-nil, possibly empty,
+// when it has one: empty is not null. The same holds for header values.
+// Headers is nil when the record has no headers.
 type Record struct {
 	Topic     string
 	Partition int

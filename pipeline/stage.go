@@ -1,0 +1,234 @@
+package pipeline
+
+import (
+	"context"
+	"time"
+
+	"github.com/logstore/logstore/pipeline/record"
+	"github.com/logstore/logstore/sink"
+)
+
+// Staging: when every sink is a sink.Stager, a worker hands its open
+// batch's rows to the sinks as they pile up (the files sink encodes them
+// into the batch's spool files, the Kafka sink produces them) and drops
+// them, so a batch's size — and a file's — is not bounded by memory. The
+// cut and the commit protocol are unchanged: the cut mark (first,
+// "cut:<last>") is still committed before Write makes the batch durable
+// under its names, and the same records staged in any chunks give the same
+// files.
+
+// stageChunk is how many bytes of decoded rows a worker holds before it
+// stages them: a small share of the budget, so many partitions fit.
+func (w *worker) stageChunk() int64 {
+	return min(max(w.budget.size/64, 256<<10), 16<<20)
+}
+
+// stagers returns the open batch's sinks (those of its layout) as
+// Stagers, or nil unless every sink is one (then rows must stay until the
+// cut).
+func (w *worker) stagers() ([]sink.Sink, []sink.Stager, error) {
+	sinks, _, err := w.withLayout(w.batchLayout())
+	if err != nil || len(sinks) == 0 {
+		return nil, nil, err
+	}
+	st := make([]sink.Stager, 0, len(sinks))
+	for _, s := range sinks {
+		x, ok := s.(sink.Stager)
+		if !ok {
+			return nil, nil, nil
+		}
+		st = append(st, x)
+	}
+	return sinks, st, nil
+}
+
+// stageIfDue stages the held rows once they reach stageChunk.
+func (w *worker) stageIfDue(ctx context.Context) error {
+	if w.batch.bytes-w.batch.deadBytes < w.stageChunk() {
+		return nil
+	}
+	_, err := w.stage(ctx)
+	return err
+}
+
+// stage hands the held rows to every sink and gives their budget back. It
+// reports false when the sinks cannot stage (the rows stay).
+//
+// Rows no sink can ever take leave the batch here, before any sink has
+// them, as dead letters with the sink's reason (refuse.go): first those the
+// sinks' checks name, then any a Stage call refuses (the Parquet writer's),
+// after which that sink is asked again without them. Each row's fate
+// depends on the row alone, so a re-cut, staged in other chunks, gives the
+// same files and the same dead letters.
+func (w *worker) stage(ctx context.Context) (bool, error) {
+	sinks, stagers, err := w.stagers()
+	if err != nil {
+		return false, err
+	}
+	b := &w.batch
+	if stagers == nil {
+		return false, nil
+	}
+	if len(b.rows) > 0 {
+		batch := &sink.Batch{Topic: w.topic, Partition: w.partition, First: b.first, Schema: w.decoder.Schema(),
+			Rows: b.rows, Sources: b.sources, Staged: b.staged, Prefix: w.prefix}
+		if err := w.checkRows(sinks, batch); err != nil {
+			return true, err
+		}
+		for i := 0; i < len(stagers) && len(batch.Rows) > 0; i++ {
+			s := stagers[i]
+			err := w.retrySink(ctx, "staging a batch", sinkKind(sinks[i]), func() error {
+				full, err := s.Stage(ctx, batch)
+				b.full = b.full || full
+				return err
+			})
+			if refused := sink.AsRowErrors(err); refused != nil {
+				if err := w.refuse(batch, refused); err != nil {
+					return true, err
+				}
+				i-- // the same sink again, without them: it keeps the rows before them
+				continue
+			}
+			if err != nil {
+				return true, err
+			}
+		}
+		b.staged += len(batch.Rows)
+		clear(b.rows) // the rows' values can go now, not when the slice is reused
+		clear(b.sources)
+		b.rows, b.sources = b.rows[:0], b.sources[:0]
+		w.stats.StagedRows.Add(int64(len(batch.Rows)))
+	}
+	held := b.bytes - b.deadBytes
+	w.budget.release(held)
+	b.bytes -= held
+	b.stagedBytes += held
+	return true, nil
+}
+
+// discardStaged tells the sinks that the open batch is given up: its staged
+// rows are read again by whoever takes the partition next.
+func (w *worker) discardStaged() {
+	if w.batch.staged == 0 {
+		return
+	}
+	_, stagers, _ := w.stagers()
+	for _, s := range stagers {
+		s.Discard(w.topic, w.partition, w.prefix)
+	}
+}
+
+// reserveFetch takes the next fetch's bytes from the budget before the
+// fetch, waiting while the budget is spent: this is where a member pauses.
+// The reservation is the last fetch's size (the first time,
+// kafka.fetch.max_bytes); settleFetch corrects it once the records are in.
+// Before it waits, the worker gives back what it can: its rows are staged,
+// or, when the sinks cannot stage, its batch is cut.
+func (w *worker) reserveFetch(ctx context.Context) error {
+	if w.fetchMax <= 0 {
+		return nil
+	}
+	if w.fetchGuess <= 0 {
+		w.fetchGuess = w.fetchMax
+	}
+	n := w.budget.clamp(w.fetchGuess)
+	switch {
+	case w.budget.tryAcquire(n):
+	case w.cut >= 0:
+		if err := w.recutReserve(ctx, n); err != nil {
+			return err
+		}
+	default:
+		if err := w.makeRoom(ctx, n, false); err != nil {
+			return err
+		}
+	}
+	w.fetchHeld = n
+	return nil
+}
+
+// recutReserve takes n bytes for a re-cut, which never waits on the
+// budget: it cannot end early, and waiting could be for ever (every
+// partition's share held by re-cuts, or a budget lowered below the batch).
+// It gives back what it can by staging, then takes the bytes past the
+// budget if it must; they are bounded by the batch the old flush rule cut
+// and show in logstore_recut_over_budget_bytes_total. Normal fetching waits
+// for them to go back.
+func (w *worker) recutReserve(ctx context.Context, n int64) error {
+	staged, err := w.stage(ctx)
+	if err != nil {
+		return err
+	}
+	if staged && w.budget.tryAcquire(n) {
+		return nil
+	}
+	w.budget.force(n)
+	w.stats.RecutOverBudget.Add(n)
+	return nil
+}
+
+// makeRoom takes n bytes from a spent budget. The worker first gives back
+// what it holds: its rows, staged into the sinks, or, when the sinks cannot
+// stage, its whole batch, cut early. Then it waits for the bytes, unless
+// they are a record's that is already fetched: those it takes at once, past
+// the size, and the next fetch waits for them instead.
+func (w *worker) makeRoom(ctx context.Context, n int64, fetched bool) error {
+	staged, err := w.stage(ctx)
+	if err != nil {
+		return err
+	}
+	if staged && fetched {
+		if !w.budget.tryAcquire(n) {
+			w.budget.force(n)
+		}
+		return nil
+	}
+	if !staged && w.cut < 0 && w.next > w.batch.first {
+		w.stats.BudgetCuts.Add(1)
+		if err := w.flush(ctx, w.next-1); err != nil {
+			return err
+		}
+	}
+	start := time.Now()
+	if err := w.budget.acquire(ctx, n); err != nil {
+		return err
+	}
+	w.stats.BackpressureNanos.Add(int64(time.Since(start)))
+	return nil
+}
+
+// settleFetch notes when the first record arrived, and corrects the fetch's
+// reservation to the bytes it returned (decompressed keys, values and
+// headers), which stay in memory until every record of the fetch is decoded.
+func (w *worker) settleFetch(msgs []record.Record) {
+	if len(msgs) > 0 && w.stats.FirstRecord.Load() == 0 {
+		w.stats.FirstRecord.CompareAndSwap(0, time.Now().UnixNano())
+	}
+	if w.fetchMax <= 0 {
+		return
+	}
+	var n int64
+	for i := range msgs {
+		m := &msgs[i]
+		n += int64(len(m.Key) + len(m.Value))
+		for _, h := range m.Headers {
+			n += int64(len(h.Key) + len(h.Value))
+		}
+	}
+	if n > 0 {
+		w.fetchGuess = n
+	}
+	switch {
+	case n > w.fetchHeld:
+		w.budget.force(n - w.fetchHeld)
+	case n < w.fetchHeld:
+		w.budget.release(w.fetchHeld - n)
+	}
+	w.fetchHeld = n
+}
+
+// releaseFetch gives the fetch's bytes back once its records are decoded.
+func (w *worker) releaseFetch() {
+	w.budget.release(w.fetchHeld)
+	w.fetchHeld = 0
+}

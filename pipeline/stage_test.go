@@ -1,0 +1,300 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/logstore/logstore/pipeline/record"
+	"github.com/logstore/logstore/sink"
+)
+
+// fakeStager is a sink that takes rows before the cut, noting how much of
+// the budget was in use each time.
+type fakeStager struct {
+	budget  *budget
+	staged  []string // first:staged+rows per Stage call
+	batches []string // first-last:staged+rows per Write
+	rows    int      // rows taken, staged or written
+	maxUse  int64
+	fullAt  int // say full once this many rows were staged (0: never)
+	discard int
+}
+
+func (f *fakeStager) Stage(_ context.Context, b *sink.Batch) (bool, error) {
+	f.maxUse = max(f.maxUse, f.budget.inUse())
+	f.staged = append(f.staged, fmt.Sprintf("%d:%d+%d", b.First, b.Staged, len(b.Rows)))
+	f.rows += len(b.Rows)
+	return f.fullAt > 0 && b.Staged+len(b.Rows) >= f.fullAt, nil
+}
+
+func (f *fakeStager) Write(_ context.Context, b *sink.Batch) error {
+	f.batches = append(f.batches, fmt.Sprintf("%d-%d:%d+%d", b.First, b.Last, b.Staged, len(b.Rows)))
+	f.rows += len(b.Rows)
+	return nil
+}
+
+func (f *fakeStager) Discard(string, int, string) { f.discard++ }
+func (f *fakeStager) Close() error                { return nil }
+
+// countingLog checks, at every fetch, that the worker holds a reservation
+// for it: fetching waits for the budget, not the other way round.
+type countingLog struct {
+	*fakeLog
+	w         *worker
+	fetches   int
+	unreserve int
+}
+
+func (c *countingLog) Fetch(ctx context.Context) ([]record.Record, int64, error) {
+	c.fetches++
+	if c.w.fetchHeld <= 0 {
+		c.unreserve++
+	}
+	return c.fakeLog.Fetch(ctx)
+}
+
+// TestWorkerStagesInsteadOfCutting: with sinks that stage, a budget far
+// smaller than the batch neither cuts the batch early nor is overrun by
+// more than a record: rows go to the sinks in chunks and the batch is cut
+// once, at its end.
+func TestWorkerStagesInsteadOfCutting(t *testing.T) {
+	log := &fakeLog{values: logValues(5000, []int64{7}, nil), perFetch: 100}
+	w, c, _, d := testWorker(t, log, 0, "dead_letter")
+	cost := w.recordCost(&record.Record{Value: []byte(`{"n": 1000}`)})
+	w.budget = newBudget(16 << 10) // ~ 80 records; the batch is 5,000
+	s := &fakeStager{budget: w.budget}
+	w.sinks = []sink.Sink{s}
+	if err := w.run(context.Background(), position{Offset: 0, Cut: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.batches) != 1 || !strings.HasPrefix(s.batches[0], "0-4999:") || s.rows != 4999 {
+		t.Errorf("batches %v, %d rows: want one batch 0-4999 with all 4999 good rows", s.batches, s.rows)
+	}
+	if len(s.staged) < 10 || w.stats.BudgetCuts.Load() != 0 {
+		t.Errorf("%d stages, %d budget cuts: rows must be staged, not cut", len(s.staged), w.stats.BudgetCuts.Load())
+	}
+	if s.maxUse > w.budget.size+cost {
+		t.Errorf("budget in use up to %d, size %d: over by more than a record", s.maxUse, w.budget.size)
+	}
+	if fmt.Sprint(d.batches) != "[0-4999:1]" || c.calls[len(c.calls)-1] != (commitCall{5000, ""}) {
+		t.Errorf("dead letters %v, commits %v", d.batches, c.calls)
+	}
+	if w.budget.inUse() != 0 {
+		t.Errorf("%d bytes of the budget still held after the run", w.budget.inUse())
+	}
+}
+
+// TestWorkerCutsWhenTheSinkIsFull: a stager that reached its target size
+// (a file of target_file_bytes) cuts the batch there.
+func TestWorkerCutsWhenTheSinkIsFull(t *testing.T) {
+	log := &fakeLog{values: logValues(1000, nil, nil), perFetch: 50}
+	w, _, _, _ := testWorker(t, log, 0, "dead_letter")
+	w.budget = newBudget(4 << 10)
+	s := &fakeStager{budget: w.budget, fullAt: 300}
+	w.sinks = []sink.Sink{s}
+	if err := w.run(context.Background(), position{Offset: 0, Cut: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.batches) < 3 || s.rows != 1000 {
+		t.Errorf("batches %v, %d rows: want a cut every ~300 rows", s.batches, s.rows)
+	}
+}
+
+// TestWorkerReservesBeforeFetching: every fetch happens with its bytes
+// already taken from the budget, and a spent budget stops the fetching.
+func TestWorkerReservesBeforeFetching(t *testing.T) {
+	fl := &fakeLog{values: logValues(3000, nil, nil), perFetch: 100}
+	w, _, _, _ := testWorker(t, fl, 0, "dead_letter")
+	log := &countingLog{fakeLog: fl, w: w}
+	w.reader = log
+	w.fetchMax = 1 << 20
+	w.budget = newBudget(64 << 10)
+	w.sinks = []sink.Sink{&fakeStager{budget: w.budget}}
+	if err := w.run(context.Background(), position{Offset: 0, Cut: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if log.fetches == 0 || log.unreserve != 0 {
+		t.Errorf("%d of %d fetches without a reservation", log.unreserve, log.fetches)
+	}
+	if w.budget.inUse() != 0 {
+		t.Errorf("%d bytes of the budget still held after the run", w.budget.inUse())
+	}
+
+	// Someone else holds the whole budget: the worker waits before fetching.
+	fl2 := &fakeLog{values: logValues(10, nil, nil), perFetch: 100}
+	w2, _, _, _ := testWorker(t, fl2, 0, "dead_letter")
+	log2 := &countingLog{fakeLog: fl2, w: w2}
+	w2.reader, w2.fetchMax, w2.budget = log2, 1<<20, newBudget(1<<20)
+	w2.sinks = []sink.Sink{&fakeStager{budget: w2.budget}}
+	w2.budget.force(1 << 20)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := w2.run(ctx, position{Offset: 0, Cut: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if log2.fetches != 0 {
+		t.Errorf("fetched %d times with the budget spent", log2.fetches)
+	}
+}
+
+func TestBudgetWaitsAndForces(t *testing.T) {
+	b := newBudget(100)
+	if !b.tryAcquire(60) || b.tryAcquire(50) {
+		t.Fatal("tryAcquire must take 60 of 100, then refuse 50")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := b.acquire(ctx, 50); !errors.Is(err, context.Canceled) {
+		t.Fatalf("acquire on a spent budget returned %v, want to wait (here: the canceled context)", err)
+	}
+	done := make(chan error)
+	go func() { done <- b.acquire(context.Background(), 50) }()
+	b.release(60)
+	if err := <-done; err != nil || b.inUse() != 50 {
+		t.Fatalf("after release: %v, in use %d", err, b.inUse())
+	}
+	b.force(200) // bytes already in memory: taken past the size
+	if b.inUse() != 250 || b.tryAcquire(1) {
+		t.Fatalf("in use %d after force; nothing more fits", b.inUse())
+	}
+	b.release(250)
+	if err := b.acquire(context.Background(), 1000); err != nil || b.inUse() != 1000 {
+		t.Fatalf("a reservation over the size must pass alone: %v, %d", err, b.inUse())
+	}
+}
+
+// TestWorkerStagesIntoFiles: the real files sink under a budget of a few
+// dozen records writes one file per batch holding every row, and leaves no
+// spool behind.
+func TestWorkerStagesIntoFiles(t *testing.T) {
+	log := &fakeLog{values: logValues(20000, nil, nil), perFetch: 500}
+	w, _, _, _ := testWorker(t, log, 0, "dead_letter")
+	out, spool := t.TempDir(), t.TempDir()
+	sinks, err := sink.New(context.Background(), sink.Config{Files: &sink.FilesConfig{URL: out, SpoolDir: spool}}, sink.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.sinks = sinks.All()
+	w.budget = newBudget(32 << 10)
+	w.fetchMax = 16 << 10
+	if err := w.run(context.Background(), position{Offset: 0, Cut: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if w.stats.StagedRows.Load() == 0 || w.stats.Batches.Load() != 1 {
+		t.Errorf("%d rows staged in %d batches: want staging and one batch", w.stats.StagedRows.Load(), w.stats.Batches.Load())
+	}
+	f, err := os.Open(filepath.Join(out, "t-0-0-19999.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	info, _ := f.Stat()
+	pf, err := parquet.OpenFile(f, info.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pf.NumRows() != 20000 {
+		t.Errorf("the file holds %d rows, want 20000", pf.NumRows())
+	}
+	if left, _ := os.ReadDir(spool); len(left) != 0 {
+		t.Errorf("%d spool files left behind", len(left))
+	}
+}
+
+// refusingStager is a stager that refuses rows for good: those in check
+// in CheckRows (as the Files and Kafka sinks do), those in stage only when
+// Stage meets them, after taking the rows before them (as the Parquet
+// writer does); asked again, it goes on after what it took.
+type refusingStager struct {
+	fakeStager
+	check, stage map[int64]bool
+	taken        []int64 // offsets staged, in order
+	pending      int     // rows of a refused call already taken
+}
+
+func (r *refusingStager) CheckRows(b *sink.Batch) []*sink.RowError {
+	var out []*sink.RowError
+	for i, s := range b.Sources {
+		if r.check[s.Offset] {
+			out = append(out, &sink.RowError{Topic: b.Topic, Index: i, Offset: s.Offset, Err: errors.New("key too long")})
+		}
+	}
+	return out
+}
+
+func (r *refusingStager) Stage(ctx context.Context, b *sink.Batch) (bool, error) {
+	for i := r.pending; i < len(b.Rows); i++ {
+		if o := b.Sources[i].Offset; r.stage[o] {
+			r.pending = i
+			return false, sink.RowErrors{{Topic: b.Topic, Index: i, Offset: o, Err: errors.New("parquet: value refused")}}
+		} else {
+			r.taken = append(r.taken, o)
+		}
+	}
+	r.pending = 0
+	return r.fakeStager.Stage(ctx, b)
+}
+
+// TestWorkerRefusesRowsAsTheyAreStaged: with staging sinks, a row no sink
+// can take leaves the batch where rows are staged, before any sink has it,
+// whether a check names it or a Stage call meets it; a re-cut of the same
+// batch, staged in other chunks, gives the same rows and dead letters.
+func TestWorkerRefusesRowsAsTheyAreStaged(t *testing.T) {
+	refused := []int64{5, 7, 150, 151, 299}
+	var first []int64
+	for run, budget := range []int64{4 << 10, 24 << 10} {
+		w, c, _, _ := testWorker(t, &fakeLog{values: logValues(300, nil, nil), perFetch: 40}, 0, "dead_letter")
+		w.budget = newBudget(budget)
+		s := &refusingStager{fakeStager: fakeStager{budget: w.budget},
+			check: map[int64]bool{5: true, 150: true}, stage: map[int64]bool{7: true, 151: true, 299: true}}
+		after := &fakeStager{budget: w.budget} // the Kafka sink, after the files
+		d := &letterDead{}
+		w.sinks, w.dead = []sink.Sink{s, after}, []deadLetterWriter{d}
+		start := position{Offset: 0, Cut: -1}
+		if run == 1 {
+			start = position{Offset: 0, Cut: 299} // the re-cut of run 0's batch
+		}
+		if err := w.run(context.Background(), start); err != nil {
+			t.Fatal(err)
+		}
+		if len(s.staged) < 2 || len(s.batches) != 1 || !strings.HasPrefix(s.batches[0], "0-299:") {
+			t.Fatalf("run %d: stages %v, batches %v: want rows staged in chunks, one batch 0-299", run, s.staged, s.batches)
+		}
+		for _, o := range refused {
+			if slices.Contains(s.taken, o) {
+				t.Errorf("run %d: the sink holds refused row %d", run, o)
+			}
+		}
+		if len(s.taken) != 295 || after.rows != 295 {
+			t.Errorf("run %d: %d rows staged, %d in the next sink; want 295 in each", run, len(s.taken), after.rows)
+		}
+		var letters []int64
+		for _, l := range d.letters {
+			var o int64
+			fmt.Sscanf(l[strings.Index(l, "/")+1:], "%d", &o)
+			letters = append(letters, o)
+			if !strings.HasPrefix(l, "0-299/") || !strings.Contains(l, "refused") {
+				t.Errorf("run %d: dead letter %s: want it in batch 0-299 with the sink's reason", run, l)
+			}
+		}
+		if !slices.Equal(letters, refused) || w.stats.Refused.Load() != 5 {
+			t.Errorf("run %d: dead letters %v (refused %d), want %v", run, letters, w.stats.Refused.Load(), refused)
+		}
+		if last := c.calls[len(c.calls)-1]; last != (commitCall{300, ""}) {
+			t.Errorf("run %d: last commit %v, want 300", run, last)
+		}
+		if run == 0 {
+			first = s.taken
+		} else if !slices.Equal(first, s.taken) {
+			t.Errorf("the re-cut staged other rows than the first run")
+		}
+	}
+}
