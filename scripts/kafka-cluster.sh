@@ -560,11 +560,6 @@ cmd_clean() {
 	say "removed $KAFKA_STATE"
 }
 
-usage() {
-	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
-	exit 2
-}
-
 main() {
 	local cmd=${1:-}
 	(($# > 0)) && shift

@@ -558,11 +558,6 @@ report() {
 	PY
 }
 
-usage() {
-	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
-	exit 2
-}
-
 main() {
 	local cmd=${1:-}
 	(($# > 0)) && shift
