@@ -211,8 +211,9 @@ const mskDescribeConfigsAction = "kafka-cluster:DescribeClusterDynamicConfigurat
 // open batches are flushed and committed within run.shutdown_timeout, and
 // the member leaves the group.
 func (j *Job) Run(ctx context.Context, mode Mode) error {
-	stop := j.progress(ctx)
-	defer stop()
+	if !mode.Bounded() && j.cfg.Run.ProgressInterval > 0 { // bounded runs: Job.Progress, progress.go
+		defer j.progress(ctx)()
+	}
 	defer context.AfterFunc(ctx, j.metrics.Stopping)()
 	if mode.replay() {
 		return j.runReplay(ctx, mode)
@@ -496,7 +497,7 @@ func (j *Job) newWorker(topic string, partition int, commit committer, target in
 		sinks: j.sinks, dead: j.dead, onError: j.cfg.DeadLetter.OnError, onOutOfRange: k.OnOffsetOutOfRange,
 		limits: j.cfg.Batch, budget: j.budget, limiter: j.limiter, stats: j.stats, prefix: prefix,
 		target: target, flushWait: j.cfg.Run.ShutdownTimeout, log: log, fetchMax: int64(k.Fetch.MaxBytes),
-		metrics: j.metrics, progress: j.metrics.partitions.stats(topic, partition),
+		metrics: j.metrics, progress: j.metrics.partitions.stats(topic, partition).aim(target),
 		originals: j.cfg.Sinks.Kafka != nil && j.cfg.Sinks.Kafka.Value == "original", columns: len(j.decoder.Schema().Fields),
 	}
 }

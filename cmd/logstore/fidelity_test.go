@@ -105,7 +105,7 @@ func TestUntilNowStoppedEarlyExits3(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- runJob(ctx, cfg, pipeline.Mode{UntilNow: true}, pipeline.Deps{Log: slog.New(slog.NewTextHandler(&logs, nil))}, new(bytes.Buffer))
+		done <- runJob(ctx, cfg, pipeline.Mode{UntilNow: true}, pipeline.Deps{Log: slog.New(slog.NewTextHandler(&logs, nil))}, new(bytes.Buffer), new(bytes.Buffer))
 	}()
 	for !strings.Contains(logs.String(), "msg=generation") {
 		select {
@@ -257,7 +257,7 @@ func TestNastyCorpus(t *testing.T) {
 	dir := t.TempDir()
 	cfg := embeddedJob(t, brokers, dir, "", nastySchema)
 	var logs syncBuffer
-	if err := runJob(t.Context(), cfg, pipeline.Mode{UntilNow: true}, pipeline.Deps{Log: slog.New(slog.NewTextHandler(&logs, nil))}, new(bytes.Buffer)); err != nil {
+	if err := runJob(t.Context(), cfg, pipeline.Mode{UntilNow: true}, pipeline.Deps{Log: slog.New(slog.NewTextHandler(&logs, nil))}, new(bytes.Buffer), new(bytes.Buffer)); err != nil {
 		t.Fatalf("run: %v\n%s", err, logs.String())
 	}
 
