@@ -504,22 +504,11 @@ func (j *Job) newWorker(topic string, partition int, commit committer, target in
 
 // progress logs a line every run.progress_interval.
 func (j *Job) progress(ctx context.Context) func() {
-	ctx, cancel := context.WithCancel(ctx)
-	go func() {
-		t := time.NewTicker(j.cfg.Run.ProgressInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				s := j.Summary()
-				j.log.Info("progress", "records", s.Records, "rows", s.Rows, "dead_letters", s.DeadLetters,
-					"records_per_s", int64(s.RecordsPerSecond), "same_rack_bytes", s.SameRackBytes, "cross_rack_bytes", s.CrossRackBytes)
-			}
-		}
-	}()
-	return cancel
+	return clock.Every(ctx, j.cfg.Run.ProgressInterval, func() {
+		s := j.Summary()
+		j.log.Info("progress", "records", s.Records, "rows", s.Rows, "dead_letters", s.DeadLetters,
+			"records_per_s", int64(s.RecordsPerSecond), "same_rack_bytes", s.SameRackBytes, "cross_rack_bytes", s.CrossRackBytes)
+	})
 }
 
 // Metrics is the job's Prometheus registry.

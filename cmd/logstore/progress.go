@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/logstore/logstore/internal/clock"
 	"github.com/logstore/logstore/pipeline"
 )
 
@@ -28,29 +29,16 @@ func showProgress(ctx context.Context, job *pipeline.Job, interval time.Duration
 	if live {
 		tick = terminalRefresh
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(tick)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				p := job.Progress()
-				if live {
-					fmt.Fprintf(w, "\r%s\x1b[K", p.Line()) // \x1b[K: clear what a longer line left
-				} else {
-					log.Info("progress", p.LogAttrs()...)
-				}
-			}
+	stop := clock.Every(ctx, tick, func() {
+		p := job.Progress()
+		if live {
+			fmt.Fprintf(w, "\r%s\x1b[K", p.Line()) // \x1b[K: clear what a longer line left
+		} else {
+			log.Info("progress", p.LogAttrs()...)
 		}
-	}()
+	})
 	return func() {
-		cancel()
-		<-stopped
+		stop()
 		if live {
 			fmt.Fprint(w, "\r\x1b[K")
 			return
