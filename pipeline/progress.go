@@ -31,10 +31,20 @@ func (p *partitionStats) aim(target int64) *partitionStats {
 	return p
 }
 
+// from records where the partition's worker begins, so a partition that
+// starts at its end offset (an empty one) counts 0 left without a fetch.
+func (p *partitionStats) from(next int64) {
+	if p != nil {
+		p.next.Store(next)
+		p.positioned.Store(true)
+	}
+}
+
 // remaining is the records left to the partition's end offset (the lag
-// behind the high watermark when it has none); false before its first fetch.
+// behind the high watermark when it has none); false before its worker
+// began.
 func (p *partitionStats) remaining() (int64, bool) {
-	if !p.fetched.Load() {
+	if !p.positioned.Load() {
 		return 0, false
 	}
 	if p.bounded.Load() {

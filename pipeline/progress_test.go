@@ -51,7 +51,7 @@ func TestProgressLogAttrsLeaveOutUnknowns(t *testing.T) {
 
 // TestRemainingCountsToTheTarget: a bounded partition counts to its end
 // offset, not the high watermark (a --to replay ends well before it); a
-// streaming one counts its lag; one not fetched yet makes the sum unknown.
+// streaming one counts its lag; one whose worker has not begun makes the sum unknown.
 func TestRemainingCountsToTheTarget(t *testing.T) {
 	var c partitionCollector
 	if got := c.remaining(); got != -1 {
@@ -59,11 +59,11 @@ func TestRemainingCountsToTheTarget(t *testing.T) {
 	}
 	c.stats("t", 0).aim(100).setLag(1000, 40) // replay to 100, high watermark 1000
 	c.stats("t", 1).aim(-1).setLag(50, 45)    // no target: the lag
-	c.stats("t", 2).aim(10)                   // not fetched yet
+	c.stats("t", 2).aim(10)                   // its worker not begun yet
 	if got := c.remaining(); got != -1 {
-		t.Errorf("a partition not fetched yet: remaining %d, want -1", got)
+		t.Errorf("a partition not begun yet: remaining %d, want -1", got)
 	}
-	c.stats("t", 2).setLag(10, 10)
+	c.stats("t", 2).from(10) // begins at its end: empty, or done before
 	if got := c.remaining(); got != 60+5+0 {
 		t.Errorf("remaining %d, want 65", got)
 	}

@@ -326,6 +326,7 @@ func (j *Job) runPartitions(ctx, gctx context.Context, assigned map[string][]int
 	}
 	g, gctx2 := errgroup.WithContext(wctx)
 	for _, s := range starts {
+		s.w.progress.from(s.pos.Offset)
 		g.Go(func() error {
 			defer s.w.reader.Close()
 			return s.w.run(gctx2, s.pos)
