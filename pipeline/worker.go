@@ -52,7 +52,7 @@ type worker struct {
 	log          *slog.Logger
 	metrics      *Metrics        // nil in tests: nothing recorded
 	progress     *partitionStats // nil in tests
-	fetchMax     int64 // kafka.fetch.max_bytes: the first fetch's reservation; 0 reserves per record only
+	fetchMax     int64           // kafka.fetch.max_bytes: the first fetch's reservation; 0 reserves per record only
 
 	fetchGuess int64 // the next fetch's reservation: the last fetch's bytes
 	fetchHeld  int64 // the budget the current fetch holds
