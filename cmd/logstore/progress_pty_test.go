@@ -14,6 +14,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/logstore/logstore/pipeline"
+
+	"github.com/logstore/logstore/internal/testkit"
 )
 
 // TestBoundedRunLiveLineOnTerminal: on a terminal a bounded run rewrites
@@ -35,7 +37,7 @@ func TestBoundedRunLiveLineOnTerminal(t *testing.T) {
 		defer close(read)
 		io.Copy(&screen, ptmx) // ends with EIO once the slave end is closed
 	}()
-	var logs syncBuffer
+	var logs testkit.LogBuffer
 	err := runJob(t.Context(), cfg, pipeline.Mode{UntilNow: true}, pipeline.Deps{Log: slog.New(slog.NewTextHandler(&logs, nil))}, new(bytes.Buffer), tty)
 	tty.Close()
 	<-read

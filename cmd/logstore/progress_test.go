@@ -11,6 +11,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/logstore/logstore/pipeline"
+
+	"github.com/logstore/logstore/internal/testkit"
 )
 
 // TestBoundedRunLogsProgress: a bounded run off a terminal logs a progress
@@ -36,7 +38,7 @@ func TestBoundedRunLogsProgress(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			// 1000 records/s makes the run last about a second or two: several intervals.
 			cfg := embeddedJob(t, brokers, t.TempDir(), "  max_records_per_second: 1000", "run:\n  progress_interval: 200ms\n")
-			var logs, stderr syncBuffer
+			var logs, stderr testkit.LogBuffer
 			if err := runJob(t.Context(), cfg, tt.mode, pipeline.Deps{Log: slog.New(slog.NewTextHandler(&logs, nil))}, new(bytes.Buffer), &stderr); err != nil {
 				t.Fatalf("run: %v\n%s", err, logs.String())
 			}

@@ -15,6 +15,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/logstore/logstore/internal/loggen"
+
+	"github.com/logstore/logstore/internal/testkit"
 )
 
 // TestSASLSessionsExpireThroughALongRun: the SASL_SSL listener ends every
@@ -34,7 +36,7 @@ func TestSASLSessionsExpireThroughALongRun(t *testing.T) {
 
 	cmd := exec.Command(logstoreBinary(t), "run", "-c", cfg)
 	cmd.Env = append(cmd.Environ(), "LOGSTORE_TEST_KAFKA_PASSWORD="+scramPassword, "LOGSTORE_RACK=az-a")
-	var out syncBuffer
+	var out testkit.LogBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
