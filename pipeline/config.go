@@ -134,7 +134,9 @@ type RunConfig struct {
 	// ShutdownTimeout bounds the flush-commit-leave on SIGTERM; keep it under
 	// the pod's termination grace period (30 s by default).
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
-	// ProgressInterval is how often a progress line is logged.
+	// ProgressInterval is how often a progress line is logged; 0 logs none.
+	// Absent from the file it is DefaultProgressInterval (set before
+	// decoding, so an explicit 0 stays 0).
 	ProgressInterval time.Duration `yaml:"progress_interval"`
 }
 
@@ -184,8 +186,10 @@ func (c *Config) SetDefaults() {
 		c.Log.Format = "auto"
 	}
 	confkey.Default(&c.Run.ShutdownTimeout, 25*time.Second)
-	confkey.Default(&c.Run.ProgressInterval, 30*time.Second)
 }
+
+// DefaultProgressInterval is run.progress_interval when the file has none.
+const DefaultProgressInterval = 30 * time.Second
 
 // Validate checks every section; an error names the key (see confkey.Error).
 func (c *Config) Validate() error {
@@ -261,6 +265,9 @@ func (c *Config) Validate() error {
 	if err := confkey.OneOf("log.format", c.Log.Format, "auto", "json", "text"); err != nil {
 		return err
 	}
+	if c.Run.ProgressInterval < 0 {
+		return confkey.Errorf("run.progress_interval", "%s is negative; use 0 to log no progress", c.Run.ProgressInterval)
+	}
 	if c.Run.ShutdownTimeout < time.Second {
 		return confkey.Errorf("run.shutdown_timeout", "%s is too short to flush; use at least 1s", c.Run.ShutdownTimeout)
 	}
@@ -334,7 +341,7 @@ func Parse(name string, raw []byte) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	var c Config
+	c := Config{Run: RunConfig{ProgressInterval: DefaultProgressInterval}}
 	if err := yaml.UnmarshalWithOptions(text, &c, yaml.Strict()); err != nil {
 		return nil, yamlError(name, text, err)
 	}

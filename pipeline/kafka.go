@@ -26,8 +26,10 @@ type Clients struct {
 	// GroupDialer is Dialer for kafka-go's group membership, renewing SASL
 	// sessions in place (KIP-368) so that their end causes no rebalance.
 	GroupDialer *kafka.Dialer
-	Transport   *kafka.Transport // admin-style requests: offsets, metadata, commits, producers
-	Client      *kafka.Client
+	// Transport carries admin-style requests: offsets, metadata, commits,
+	// producers. With SASL its connections renew their sessions too.
+	Transport *kafka.Transport
+	Client    *kafka.Client
 }
 
 // NewClients builds the dialer, transport and client from the `kafka` section.
@@ -54,6 +56,14 @@ func NewClients(ctx context.Context, k InputConfig) (*Clients, error) {
 		TLS:         tlsCfg,
 		SASL:        mech,
 		MetadataTTL: 30 * time.Second,
+	}
+	if mech != nil {
+		// The Transport authenticates a connection once; its pooled
+		// connections would outlive a session with a lifetime (KIP-368) and
+		// fail at their next request. Dial them through the session layer,
+		// which does TLS and SASL and renews the session in place.
+		transport.Dial = fetch.SessionDial(dialer)
+		transport.TLS, transport.SASL = nil, nil
 	}
 	return &Clients{
 		Brokers:     k.Brokers,

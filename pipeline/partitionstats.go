@@ -20,6 +20,12 @@ type partitionStats struct {
 	// pendingSince is when the oldest record not yet committed was taken
 	// (unix nanoseconds); 0 when everything taken is committed.
 	pendingSince atomic.Int64
+	// next is the next offset to read, valid once positioned is set; target
+	// is the run's end offset, valid when bounded (progress.go reads both).
+	next       atomic.Int64
+	positioned atomic.Bool
+	target     atomic.Int64
+	bounded    atomic.Bool
 }
 
 // A nil *partitionStats (workers built by tests) records nothing.
@@ -27,6 +33,8 @@ type partitionStats struct {
 func (p *partitionStats) setLag(high, next int64) {
 	if p != nil && high >= 0 {
 		p.lag.Store(max(high-next, 0))
+		p.next.Store(next)
+		p.positioned.Store(true)
 	}
 }
 

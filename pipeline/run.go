@@ -215,8 +215,9 @@ const mskDescribeConfigsAction = "kafka-cluster:DescribeClusterDynamicConfigurat
 // open batches are flushed and committed within run.shutdown_timeout, and
 // the member leaves the group.
 func (j *Job) Run(ctx context.Context, mode Mode) error {
-	stop := j.progress(ctx)
-	defer stop()
+	if !mode.Bounded() && j.cfg.Run.ProgressInterval > 0 { // bounded runs: Job.Progress, progress.go
+		defer j.progress(ctx)()
+	}
 	defer context.AfterFunc(ctx, j.metrics.Stopping)()
 	if mode.replay() {
 		return j.runReplay(ctx, mode)
@@ -329,6 +330,7 @@ func (j *Job) runPartitions(ctx, gctx context.Context, assigned map[string][]int
 	}
 	g, gctx2 := errgroup.WithContext(wctx)
 	for _, s := range starts {
+		s.w.progress.from(s.pos.Offset)
 		g.Go(func() error {
 			defer s.w.reader.Close()
 			return s.w.run(gctx2, s.pos)
@@ -540,29 +542,18 @@ func (j *Job) newWorker(topic string, partition int, commit committer, target in
 		sinks: j.sinks, dead: j.dead, onError: j.cfg.DeadLetter.OnError, onOutOfRange: k.OnOffsetOutOfRange,
 		limits: j.cfg.Batch, budget: j.budget, limiter: j.limiter, stats: j.stats, prefix: prefix,
 		target: target, flushWait: j.cfg.Run.ShutdownTimeout, log: log, layout: j.layout, resume: j.resume, fetchMax: int64(k.Fetch.MaxBytes),
-		metrics: j.metrics, progress: j.metrics.partitions.stats(topic, partition),
+		metrics: j.metrics, progress: j.metrics.partitions.stats(topic, partition).aim(target),
 		originals: j.cfg.Sinks.Kafka != nil && j.cfg.Sinks.Kafka.Value == "original", columns: len(j.decoder.Schema().Fields),
 	}
 }
 
 // progress logs a line every run.progress_interval.
 func (j *Job) progress(ctx context.Context) func() {
-	ctx, cancel := context.WithCancel(ctx)
-	go func() {
-		t := time.NewTicker(j.cfg.Run.ProgressInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				s := j.Summary()
-				j.log.Info("progress", "records", s.Records, "rows", s.Rows, "dead_letters", s.DeadLetters,
-					"records_per_s", int64(s.RecordsPerSecond), "same_rack_bytes", s.SameRackBytes, "cross_rack_bytes", s.CrossRackBytes)
-			}
-		}
-	}()
-	return cancel
+	return clock.Every(ctx, j.cfg.Run.ProgressInterval, func() {
+		s := j.Summary()
+		j.log.Info("progress", "records", s.Records, "rows", s.Rows, "dead_letters", s.DeadLetters,
+			"records_per_s", int64(s.RecordsPerSecond), "same_rack_bytes", s.SameRackBytes, "cross_rack_bytes", s.CrossRackBytes)
+	})
 }
 
 // Metrics is the job's Prometheus registry.

@@ -59,6 +59,8 @@ def main():
     ap.add_argument("--output", required=True, help="Parquet folder")
     ap.add_argument("--checkpoint", required=True, help="checkpoint folder")
     ap.add_argument("--rack", default="", help="kafka.client.rack for the (single) executor")
+    ap.add_argument("--min-partitions", type=int, default=0,
+                    help="the Kafka source's minPartitions: split offset ranges into about this many tasks")
     args = ap.parse_args()
 
     spark = (
@@ -79,6 +81,8 @@ def main():
     )
     if args.rack:
         reader = reader.option("kafka.client.rack", args.rack)
+    if args.min_partitions:
+        reader = reader.option("minPartitions", str(args.min_partitions))
     raw = reader.load()
 
     j = F.from_json(F.col("value").cast("string"), LOG_SCHEMA).alias("j")

@@ -140,11 +140,6 @@ cmd_status() {
 	((down == 0)) || exit 3
 }
 
-usage() {
-	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
-	exit 2
-}
-
 case ${1:-} in
 start)
 	(($# == 4)) || usage

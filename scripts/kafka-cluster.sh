@@ -459,8 +459,28 @@ fail_start() {
 
 # check_ports_free N...: a port held by something else would let a node
 # crash at bind, or worse, make a foreign listener look like our broker.
+# reserve_ports N...: keeps the kernel from handing the nodes' listener ports
+# (client port to client port + 4) out as the local port of an outgoing
+# connection. 39092-39096 lie in Linux's ephemeral range (32768-60999): a
+# controller connecting to another node can take 39094 a moment before node 3
+# binds it ("Address already in use"). Needs root; without it, says so once.
+reserve_ports() {
+	local f=/proc/sys/net/ipv4/ip_local_reserved_ports n ranges=() cur
+	for n in "$@"; do ranges+=("$(client_port "$n")-$(($(client_port "$n") + 4))"); done
+	[[ -r $f ]] || return 0
+	cur=$(<"$f")
+	local missing=() r
+	for r in "${ranges[@]}"; do [[ ,$cur, == *,$r,* ]] || missing+=("$r"); done
+	((${#missing[@]} > 0)) || return 0
+	if [[ -w $f ]] && (IFS=,; echo "${cur:+$cur,}${missing[*]}" >"$f") 2>/dev/null; then
+		return 0
+	fi
+	warn "could not reserve ports ${missing[*]} (not root?): a start may rarely fail with 'Address already in use'"
+}
+
 check_ports_free() {
 	local n port
+	reserve_ports "$@"
 	for n in "$@"; do
 		for port in $(client_port "$n") $(controller_port "$n") $(ssl_port "$n") $(sasl_ssl_port "$n"); do
 			port_open "$port" "$(host_of "$n")" && die "$(host_of "$n"):$port (node $n) is taken by another process"
@@ -558,11 +578,6 @@ cmd_clean() {
 	cmd_stop
 	rm -rf "$KAFKA_STATE"
 	say "removed $KAFKA_STATE"
-}
-
-usage() {
-	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
-	exit 2
 }
 
 main() {

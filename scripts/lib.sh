@@ -171,3 +171,10 @@ tail_logs() {
 		tail -n 30 "$f" >&2
 	done
 }
+
+# usage prints the calling script's header comment (line 2 up to its
+# `set -euo pipefail`) as its help, and exits 2 (a usage error).
+usage() {
+	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+	exit 2
+}

@@ -104,11 +104,6 @@ cmd_clean() {
 	say "removed $S3_STATE"
 }
 
-usage() {
-	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
-	exit 2
-}
-
 case ${1:-} in
 start) cmd_start ;;
 stop) cmd_stop ;;

@@ -49,6 +49,10 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+# Kafka's own default first-rebalance delay (the script's is 0, for quick
+# single-member tests): members a test starts together all land in the first
+# generation, instead of one reading everything before the others join.
+export KAFKA_GROUP_REBALANCE_DELAY_MS="${KAFKA_GROUP_REBALANCE_DELAY_MS:-3000}"
 if ! bash "$here/kafka-cluster.sh" status >/dev/null 2>&1; then
   started+=(kafka-cluster.sh)
   bash "$here/kafka-cluster.sh" start

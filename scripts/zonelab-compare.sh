@@ -8,7 +8,10 @@
 #
 # Runs: spark-no-rack (no kafka.client.rack: leaders), spark-az-a
 # (kafka.client.rack=az-a for every executor, the only setting Spark has),
-# logstore-members, kafka-go. Per run: bytes by the kernel per zone, records, wall
+# spark-minpart (the same plus minPartitions at 3x the partitions: split
+# offset ranges, scheduled wherever a core is free instead of by
+# hash(TopicPartition) % executors), logstore-members, kafka-go;
+# ZONELAB_SYSTEMS selects some of them (logstore for logstore-members). Per run: bytes by the kernel per zone, records, wall
 # time, CPU seconds and peak RSS of every process in the zones except the
 # brokers (Spark's worker daemons and executors, logstore, kafka-go) plus the
 # driver's process tree (Spark), and the output read back by pyarrow.
@@ -104,6 +107,13 @@ compare_run() {
 	counters_read >"$d/kernel.txt"
 }
 
+# compare_wanted SYSTEM: whether ZONELAB_SYSTEMS (comma-separated; empty:
+# all) names SYSTEM: spark-no-rack, spark-az-a, spark-minpart, logstore,
+# kafka-go.
+compare_wanted() {
+	[[ -z ${ZONELAB_SYSTEMS:-} || ,$ZONELAB_SYSTEMS, == *",$1,"* ]]
+}
+
 cmd_compare() {
 	local records=240000 per_zone=4
 	while (($#)); do
@@ -130,49 +140,60 @@ cmd_compare() {
 	rm -f "$dir/capture.jsonl"
 	leaders "$topic" >"$dir/leaders.txt"
 
-	EXIT_HOOKS+=(spark_down)
-	spark_up "$home"
-
-	local rack
-	for rack in "" az-a; do
-		cat >"$dir/spark-${rack:-no-rack}.sh" <<-EOF
+	# NAME RACK MIN_PARTITIONS per Spark run; spark-minpart is the fairest
+	# try: Spark's one rack plus minPartitions at 3x the partitions, so the
+	# source splits offset ranges into more tasks than executors.
+	local run name rack minpart spark_runs=("spark-no-rack - 0" "spark-az-a az-a 0" "spark-minpart az-a $((parts * 3))")
+	for run in "${spark_runs[@]}"; do
+		read -r name rack minpart <<<"$run"
+		compare_wanted "$name" || continue
+		[[ $rack == - ]] && rack=
+		if [[ ! -e $ZL_STATE/spark/master.pid ]]; then
+			EXIT_HOOKS+=(spark_down)
+			spark_up "$home"
+		fi
+		cat >"$dir/$name.sh" <<-EOF
 			exec "$home/bin/spark-submit" --master "$SPARK_MASTER_URL" --deploy-mode client \\
 			  --conf spark.driver.host=$SPARK_MASTER_ADDR --conf spark.driver.bindAddress=$SPARK_MASTER_ADDR \\
 			  --conf spark.ui.enabled=false --driver-memory 1g --executor-memory 1g \\
 			  --conf spark.executor.cores=1 --conf spark.cores.max=3 --jars "$SPARK_JARS" \\
 			  "$LOGSTORE_ROOT/scripts/bench_spark.py" --brokers "$b" --topic "$topic" \\
-			  --output "$dir/spark-${rack:-no-rack}/out" --checkpoint "$dir/spark-${rack:-no-rack}/checkpoint" ${rack:+--rack $rack}
+			  --output "$dir/$name/out" --checkpoint "$dir/$name/checkpoint" ${rack:+--rack $rack} --min-partitions $minpart
 		EOF
-		compare_run "spark-${rack:-no-rack}" "$dir" "$dir/spark-${rack:-no-rack}.sh"
-		verify "$dir/spark-${rack:-no-rack}/out" "$dir/spark-${rack:-no-rack}/verify.json"
+		compare_run "$name" "$dir" "$dir/$name.sh"
+		verify "$dir/$name/out" "$dir/$name/verify.json"
 	done
 	spark_down
 
-	# shellcheck disable=SC2016 # logstore expands it, per member
-	job_config "$dir/logstore.yaml" "$b" "$topic" "$topic-logstore" "$dir/logstore-members/out" '${LOGSTORE_RACK}'
-	{
-		local z
-		for z in "${ZONES[@]}"; do
-			echo "ip netns exec $(ns_of "$z") env LOGSTORE_RACK=$z \"$dir/logstore\" run -c \"$dir/logstore.yaml\" --until now >\"$dir/logstore-members/member-$z.log\" 2>&1 &"
-		done
-		echo 'for p in $(jobs -p); do wait "$p" || exit 1; done'
-	} >"$dir/logstore.sh"
-	compare_run logstore-members "$dir" "$dir/logstore.sh"
-	verify "$dir/logstore-members/out" "$dir/logstore-members/verify.json"
+	if compare_wanted logstore; then
+		# shellcheck disable=SC2016 # logstore expands it, per member
+		job_config "$dir/logstore.yaml" "$b" "$topic" "$topic-logstore" "$dir/logstore-members/out" '${LOGSTORE_RACK}'
+		{
+			local z
+			for z in "${ZONES[@]}"; do
+				echo "ip netns exec $(ns_of "$z") env LOGSTORE_RACK=$z \"$dir/logstore\" run -c \"$dir/logstore.yaml\" --until now >\"$dir/logstore-members/member-$z.log\" 2>&1 &"
+			done
+			echo 'for p in $(jobs -p); do wait "$p" || exit 1; done'
+		} >"$dir/logstore.sh"
+		compare_run logstore-members "$dir" "$dir/logstore.sh"
+		verify "$dir/logstore-members/out" "$dir/logstore-members/verify.json"
+	fi
 
-	{
-		for z in "${ZONES[@]}"; do
-			echo "ip netns exec $(ns_of "$z") \"$dir/labclient\" read -brokers \"$b\" -topic $topic -group $topic-kafka-go -rack $z -out \"$dir/kafka-go/$z.txt\" >\"$dir/kafka-go/member-$z.log\" 2>&1 &"
-		done
-		echo "\"$dir/labclient\" lag -brokers \"$b\" -topic $topic -group $topic-kafka-go -timeout 600s || exit 1"
-		echo 'kill -TERM $(jobs -p); for p in $(jobs -p); do wait "$p" || exit 1; done'
-	} >"$dir/kafka-go.sh"
-	compare_run kafka-go "$dir" "$dir/kafka-go.sh"
-	cat "$dir"/kafka-go/az-*.txt | "$PY" -c '
+	if compare_wanted kafka-go; then
+		{
+			for z in "${ZONES[@]}"; do
+				echo "ip netns exec $(ns_of "$z") \"$dir/labclient\" read -brokers \"$b\" -topic $topic -group $topic-kafka-go -rack $z -out \"$dir/kafka-go/$z.txt\" >\"$dir/kafka-go/member-$z.log\" 2>&1 &"
+			done
+			echo "\"$dir/labclient\" lag -brokers \"$b\" -topic $topic -group $topic-kafka-go -timeout 600s || exit 1"
+			echo 'kill -TERM $(jobs -p); for p in $(jobs -p); do wait "$p" || exit 1; done'
+		} >"$dir/kafka-go.sh"
+		compare_run kafka-go "$dir" "$dir/kafka-go.sh"
+		cat "$dir"/kafka-go/az-*.txt | "$PY" -c '
 import json, sys
 pairs = [tuple(map(int, l.split())) for l in sys.stdin]
 json.dump({"rows": len(pairs), "distinct": len(set(pairs)), "offset_sum": sum(o for _, o in pairs), "bytes": 0, "files": 0}, open(sys.argv[1], "w"))
 ' "$dir/kafka-go/verify.json"
+	fi
 
 	compare_report "$dir" "$records"
 	compare_chart "$dir"
@@ -184,8 +205,9 @@ compare_report() {
 		import json, os, sys
 		d, n = sys.argv[1], int(sys.argv[2])
 		zones = ["az-a", "az-b", "az-c"]
-		runs = ["spark-no-rack", "spark-az-a", "logstore-members", "kafka-go"]
+		runs = ["spark-no-rack", "spark-az-a", "spark-minpart", "logstore-members", "kafka-go"]
 		labels = {"spark-no-rack": "Spark, no client.rack", "spark-az-a": "Spark, client.rack=az-a",
+		          "spark-minpart": "Spark, client.rack=az-a, minPartitions=3x partitions",
 		          "logstore-members": "logstore", "kafka-go": "kafka-go Reader, RackAffinityGroupBalancer"}
 		mib = lambda b: f"{b / 2**20:,.1f} MiB"
 		print(f"\n### Zone lab: {n:,} records, 12 partitions, RF 3, a reader in each of three zones (leaders {open(os.path.join(d, 'leaders.txt')).read().strip()})\n")
@@ -219,7 +241,7 @@ compare_report() {
 		    print(f"| {labels[r]} | **{100 * share:.1f} %** of {mib(tot)} | {pz('az-a')} | {pz('az-b')} | {pz('az-c')} | {mib(tot)} | ${share * 20:.2f} | {rows} | {m['wall_s']:.1f} | {cpu:.1f} | {mib(rss)} |")
 		    res[r] = {"kernel": k, "cross": cross, "total": tot, "share": share, "measure": m, "usage": u, "verify": v, "cpu_s": cpu, "peak_rss": rss}
 		keys = ("rows", "distinct", "offset_sum", "status_sum", "latency_centi_sum", "errors", "ts_min", "ts_max")
-		parquet = [r for r in ("spark-no-rack", "spark-az-a", "logstore-members") if r in res]
+		parquet = [r for r in ("spark-no-rack", "spark-az-a", "spark-minpart", "logstore-members") if r in res]
 		same = len({tuple(res[r]["verify"].get(x) for x in keys) for r in parquet}) == 1
 		print(f"\nParquet outputs ({', '.join(parquet)}) read back by pyarrow: {'the same rows' if same else 'DIFFERENT'} "
 		      f"(count, distinct (partition, offset), sums of offsets, status and latency, is_error count, first and last ts).")
@@ -246,6 +268,7 @@ compare_chart() {
 		d = sys.argv[1]
 		c = json.load(open(os.path.join(d, "compare.json")))
 		labels = {"spark-no-rack": "Spark\nno client.rack", "spark-az-a": "Spark\nclient.rack=az-a",
+		          "spark-minpart": "Spark, client.rack=az-a\nminPartitions=3x",
 		          "logstore-members": "logstore", "kafka-go": "kafka-go Reader\n(receives only)"}
 		runs = [r for r in labels if r in c["runs"]]
 		share = [100 * c["runs"][r]["share"] for r in runs]

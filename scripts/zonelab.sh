@@ -57,6 +57,9 @@
 #   ZONELAB_RATE          records/s produced during a --restart run (2000)
 #   ZONELAB_AFTER         seconds a --restart run goes on once every replica
 #                         is in sync again (30)
+#   ZONELAB_SYSTEMS       --compare: the runs to do, comma-separated, of
+#                         spark-no-rack, spark-az-a, spark-minpart, logstore,
+#                         kafka-go (all)
 set -euo pipefail
 
 LOGSTORE_TOOL=zonelab
@@ -553,11 +556,6 @@ report() {
 		with open(os.path.join(d, "result.json"), "w") as f:
 		    json.dump(result, f, indent=1)
 	PY
-}
-
-usage() {
-	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
-	exit 2
 }
 
 main() {

@@ -65,7 +65,7 @@ func realS3(t *testing.T) (bucket string) {
 	}
 	bucket = strings.Trim(bucket, "-")
 	s := newTestS3Store(t, bucket)
-	if _, err := s.Client().CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: &bucket}); err != nil {
+	if _, err := s.client.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: &bucket}); err != nil {
 		t.Fatalf("CreateBucket %s: %v", bucket, err)
 	}
 	return bucket
@@ -197,7 +197,7 @@ func TestS3IntegrationMultipartReadByPyarrow(t *testing.T) {
 	}
 	s := f.Store().(*S3Store)
 	key := "warehouse/logs/logs-1-0-29999.parquet"
-	head, err := s.Client().HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &key})
+	head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &key})
 	if err != nil {
 		t.Fatal(err)
 	}

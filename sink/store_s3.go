@@ -92,9 +92,6 @@ func NewS3Store(ctx context.Context, bucket string, cfg *S3Config) (*S3Store, er
 	return &S3Store{client: client, bucket: bucket, endpoint: endpoint, cfg: cfg, probeKey: "_logstore_preflight"}, nil
 }
 
-// Client is the S3 client, for tools and tests that read back.
-func (s *S3Store) Client() *s3.Client { return s.client }
-
 func (s *S3Store) String() string { return "s3://" + s.bucket }
 
 // doublingBackoff waits between half and all of 1s·2^(attempt-1), capped at

@@ -118,7 +118,7 @@ func getObject(t *testing.T, s *S3Store, key string) []byte {
 	t.Helper()
 	// gofakes3 answers a multipart object with the checksum of one part,
 	// where S3 gives the composite "…-N" the SDK skips; check bytes instead.
-	out, err := s.Client().GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: &key},
+	out, err := s.client.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: &key},
 		func(o *s3.Options) { o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired })
 	if err != nil {
 		t.Fatalf("GetObject %s: %v", key, err)
@@ -269,7 +269,7 @@ func TestFilesOnS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := f.Store().(*S3Store)
-	list, err := s.Client().ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String("logs"), Prefix: aws.String("warehouse/app/")})
+	list, err := s.client.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String("logs"), Prefix: aws.String("warehouse/app/")})
 	if err != nil {
 		t.Fatal(err)
 	}

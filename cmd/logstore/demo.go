@@ -60,7 +60,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	log := newLogger(cfg.Log, stderr)
-	if err := runJob(ctx, cfg, pipeline.Mode{UntilNow: true}, pipeline.Deps{Log: log}, stdout); err != nil {
+	if err := runJob(ctx, cfg, pipeline.Mode{UntilNow: true}, pipeline.Deps{Log: log}, stdout, stderr); err != nil {
 		return err
 	}
 	if loc.Scheme == "file" {

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/logstore/logstore/internal/testkit"
 	"github.com/logstore/logstore/sink"
 )
 
@@ -37,15 +37,7 @@ func s3Env(t *testing.T) string {
 		}
 	}
 	bucket := fmt.Sprintf("e2e-%d", time.Now().UnixNano())
-	c := &sink.Config{Files: &sink.FilesConfig{URL: "s3://" + bucket}}
-	c.SetDefaults()
-	store, err := sink.NewS3Store(context.Background(), bucket, c.Files.S3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.Client().CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: &bucket}); err != nil {
-		t.Fatalf("creating bucket %s: %v", bucket, err)
-	}
+	testkit.CreateBucket(t, bucket)
 	return bucket
 }
 

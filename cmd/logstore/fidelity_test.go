@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/logstore/logstore/pipeline"
+
+	"github.com/logstore/logstore/internal/testkit"
 )
 
 // embeddedKafka starts a one-broker kfake cluster with the topic "logs"
@@ -70,24 +71,6 @@ log:
 	return cfg
 }
 
-// syncBuffer is a log destination tests can read while the job writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestUntilNowStoppedEarlyExits3: `run --until now` stopped by a signal
 // before it reached the end offsets exits 3, not 0, so a scheduler can
 // tell it did not finish.
@@ -100,12 +83,12 @@ func TestUntilNowStoppedEarlyExits3(t *testing.T) {
 	cfg := embeddedJob(t, brokers, t.TempDir(), "  max_records_per_second: 1", `schema:
   columns: [{name: n, type: int64}]
 `)
-	var logs syncBuffer
+	var logs testkit.LogBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- runJob(ctx, cfg, pipeline.Mode{UntilNow: true}, pipeline.Deps{Log: slog.New(slog.NewTextHandler(&logs, nil))}, new(bytes.Buffer))
+		done <- runJob(ctx, cfg, pipeline.Mode{UntilNow: true}, pipeline.Deps{Log: slog.New(slog.NewTextHandler(&logs, nil))}, new(bytes.Buffer), new(bytes.Buffer))
 	}()
 	for !strings.Contains(logs.String(), "msg=generation") {
 		select {
@@ -256,8 +239,8 @@ func TestNastyCorpus(t *testing.T) {
 	brokers := embeddedKafka(t, 1, msgs...)
 	dir := t.TempDir()
 	cfg := embeddedJob(t, brokers, dir, "", nastySchema)
-	var logs syncBuffer
-	if err := runJob(t.Context(), cfg, pipeline.Mode{UntilNow: true}, pipeline.Deps{Log: slog.New(slog.NewTextHandler(&logs, nil))}, new(bytes.Buffer)); err != nil {
+	var logs testkit.LogBuffer
+	if err := runJob(t.Context(), cfg, pipeline.Mode{UntilNow: true}, pipeline.Deps{Log: slog.New(slog.NewTextHandler(&logs, nil))}, new(bytes.Buffer), new(bytes.Buffer)); err != nil {
 		t.Fatalf("run: %v\n%s", err, logs.String())
 	}
 

@@ -34,6 +34,10 @@ func logsText(format string, w io.Writer) bool {
 	case "json":
 		return false
 	}
+	return isTerminal(w)
+}
+
+func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -42,10 +42,15 @@ dead_letter: {on_error: skip}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if conn.Dialer.TLS == nil || conn.Transport.TLS == nil {
+	if conn.Dialer.TLS == nil {
 		t.Error("MSK IAM without TLS")
 	}
-	for name, mech := range map[string]sasl.Mechanism{"dialer": conn.Dialer.SASLMechanism, "transport": conn.Transport.SASL} {
+	// The transport dials through the dialer's TLS and SASL (renewing
+	// sessions), not its own.
+	if conn.Transport.Dial == nil || conn.Transport.TLS != nil || conn.Transport.SASL != nil {
+		t.Error("the transport does not dial through the session layer")
+	}
+	for name, mech := range map[string]sasl.Mechanism{"dialer": conn.Dialer.SASLMechanism} {
 		if mech == nil || mech.Name() != "AWS_MSK_IAM" {
 			t.Fatalf("%s mechanism: %v", name, mech)
 		}

@@ -38,7 +38,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	log := newLogger(cfg.Log, stderr)
-	return runJob(ctx, cfg, mode, pipeline.Deps{Log: log}, stdout)
+	return runJob(ctx, cfg, mode, pipeline.Deps{Log: log}, stdout, stderr)
 }
 
 func parseMode(until, from, to string) (pipeline.Mode, error) {
@@ -73,10 +73,11 @@ func parseMode(until, from, to string) (pipeline.Mode, error) {
 	return m, nil
 }
 
-// runJob runs a job to its end and prints the summary. The first signal
+// runJob runs a job to its end, with progress when it has one (stderr),
+// and prints the summary. The first signal
 // (already wired into ctx) is the graceful stop; a second one exits at once:
 // what was committed stays committed, and open batches are re-read.
-func runJob(ctx context.Context, cfg *pipeline.Config, mode pipeline.Mode, deps pipeline.Deps, stdout io.Writer) error {
+func runJob(ctx context.Context, cfg *pipeline.Config, mode pipeline.Mode, deps pipeline.Deps, stdout, stderr io.Writer) error {
 	go func() {
 		<-ctx.Done()
 		sig := make(chan os.Signal, 1)
@@ -109,7 +110,12 @@ func runJob(ctx context.Context, cfg *pipeline.Config, mode pipeline.Mode, deps 
 		return err
 	}
 	defer job.Close()
+	done := func() {}
+	if mode.Bounded() {
+		done = showProgress(ctx, job, cfg.Run.ProgressInterval, deps.Log, stderr)
+	}
 	err = job.Run(ctx, mode)
+	done()
 	job.Summary().WriteText(stdout)
 	return err
 }

@@ -1,4 +1,5 @@
-// Package clock holds the one wait every retry loop of the project uses.
+// Package clock holds the project's waits: the one every retry loop uses,
+// and the ticker of its periodic lines.
 package clock
 
 import (
@@ -16,5 +17,29 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 		return false
 	case <-t.C:
 		return true
+	}
+}
+
+// Every calls f every d in a goroutine of its own until ctx ends or stop
+// is called; stop returns once f runs no more.
+func Every(ctx context.Context, d time.Duration, f func()) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				f()
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-ended
 	}
 }

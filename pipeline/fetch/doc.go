@@ -5,7 +5,8 @@
 // it again after a short backoff, redials a connection that outlived a
 // broker restart, checks for log truncation after a leadership change
 // (KIP-320), renews SASL sessions in place (KIP-368), and counts every
-// fetched byte by broker rack (Stats). GroupDialer lends the same session
-// renewal to kafka-go's group connection. It hands out record.Record values
+// fetched byte by broker rack (Stats). SessionDial lends the same session
+// renewal to kafka-go's connections (GroupDialer for the group, and the
+// Transport's Dial). It hands out record.Record values
 // and knows nothing of groups, offset commits or sinks.
 package fetch

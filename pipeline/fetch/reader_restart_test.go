@@ -1,7 +1,6 @@
 package fetch
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -16,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logstore/logstore/pipeline/record"
+
+	"github.com/logstore/logstore/internal/testkit"
 )
 
 // restartingDialer dials brokers for real and can make every connection
@@ -69,24 +70,6 @@ func (d *restartingDialer) restart() {
 	}
 }
 
-// syncBuffer is a log sink tests read while the reader writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestReaderRedialsStaleConnection: after a broker restart the pooled
 // connection to it is dead, and the first fetch on it fails at once. The
 // reader dials again and reads on from the same broker: no fallback to the
@@ -104,7 +87,7 @@ func TestReaderRedialsStaleConnection(t *testing.T) {
 			addrs := c.ListenAddrs()
 			produce(t, addrs, nil, numbered(0, 20)...)
 			d := &restartingDialer{}
-			var logs syncBuffer
+			var logs testkit.LogBuffer
 			r := testReader(t, addrs, ReaderConfig{
 				Rack:   tc.rack,
 				Dialer: &kafka.Dialer{Timeout: 5 * time.Second, DialFunc: d.dial},

@@ -16,9 +16,8 @@ import (
 // learns the session lifetime a broker sets (connections.max.reauth.ms; on
 // Amazon MSK with IAM the credentials' expiry) and the broker closes the
 // coordinator connection when the session ends (KIP-368): the member's
-// heartbeat fails and the whole group rebalances. This dialer authenticates
-// the connection itself before kafka-go sees it, and renews the session in
-// place between two requests before it ends. Without SASL it is base.
+// heartbeat fails and the whole group rebalances. This dialer's connections
+// come from SessionDial. Without SASL it is base.
 func GroupDialer(base *kafka.Dialer) *kafka.Dialer {
 	if base.SASLMechanism == nil {
 		return base
@@ -28,13 +27,31 @@ func GroupDialer(base *kafka.Dialer) *kafka.Dialer {
 		Timeout:  base.Timeout,
 		Deadline: base.Deadline,
 		// TLS and SASL happen in DialFunc, under the session layer.
-		DialFunc: func(ctx context.Context, _, addr string) (net.Conn, error) {
-			bc, err := dialBroker(ctx, base, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &sessionConn{bc: bc}, nil
-		},
+		DialFunc: SessionDial(base),
+	}
+}
+
+// SessionDial returns a dial function, for kafka-go's Dialer (DialFunc) or
+// Transport (Dial), whose connections are already TLS-wrapped and
+// authenticated with base's settings and renew their SASL session in place
+// (KIP-368): between two requests when one is due, and on a timer while the
+// connection sits idle, since a broker closes a connection whose session
+// ended at its next request, a renewal included. The Transport's own SASL
+// authenticates once per connection, so its pooled connections (offset
+// commits, metadata, producers) would otherwise fail with EOF at their
+// first request after the session ended. The caller must not set TLS or
+// SASL on the kafka-go side as well.
+func SessionDial(base *kafka.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, _, addr string) (net.Conn, error) {
+		bc, err := dialBroker(ctx, base, addr)
+		if err != nil {
+			return nil, err
+		}
+		c := &sessionConn{bc: bc}
+		c.wmu.Lock()
+		c.armRenewal()
+		c.wmu.Unlock()
+		return c, nil
 	}
 }
 
@@ -53,6 +70,10 @@ type sessionConn struct {
 
 	dmu                         sync.Mutex
 	readDeadline, writeDeadline time.Time // kafka-go's, restored after a renewal
+
+	tmu    sync.Mutex
+	timer  *time.Timer // renews an idle connection's session
+	closed bool
 }
 
 func (c *sessionConn) Write(p []byte) (int, error) {
@@ -78,7 +99,8 @@ func (c *sessionConn) Read(p []byte) (int, error) {
 }
 
 // renewIfDue re-authenticates when the session is due; nothing else is on
-// the wire then, so the exchange reads only its own responses.
+// the wire then, so the exchange reads only its own responses. The caller
+// holds wmu.
 func (c *sessionConn) renewIfDue() error {
 	if c.bc.mech == nil || c.bc.reauthAt.IsZero() || time.Now().Before(c.bc.reauthAt) {
 		return nil
@@ -90,10 +112,67 @@ func (c *sessionConn) renewIfDue() error {
 	c.bc.pc.SetReadDeadline(c.readDeadline)
 	c.bc.pc.SetWriteDeadline(c.writeDeadline)
 	c.dmu.Unlock()
+	if err == nil {
+		c.armRenewal()
+	}
 	return err
 }
 
-func (c *sessionConn) Close() error         { return c.bc.pc.Close() }
+// armRenewal sets the timer that renews the session if no request comes
+// before it is due. The caller holds wmu.
+func (c *sessionConn) armRenewal() {
+	if c.bc.mech == nil || c.bc.reauthAt.IsZero() {
+		return
+	}
+	c.tmu.Lock()
+	defer c.tmu.Unlock()
+	if c.closed {
+		return
+	}
+	wait := time.Until(c.bc.reauthAt)
+	if c.timer == nil {
+		c.timer = time.AfterFunc(wait, c.renewIdle)
+		return
+	}
+	c.timer.Reset(wait)
+}
+
+// busyRecheck is how soon renewIdle looks again at a connection that was
+// busy when its session fell due.
+const busyRecheck = 100 * time.Millisecond
+
+// renewIdle renews the session of a connection nobody is using. A busy one
+// renews before its next request instead. A failed renewal leaves the
+// exchange half done, so the connection is closed: kafka-go's next request
+// on it fails and it dials again.
+func (c *sessionConn) renewIdle() {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if !c.written.atBoundary() || c.inflight.Load() != 0 {
+		// An answer is on its way; look again shortly, in case no request
+		// follows it.
+		c.tmu.Lock()
+		if !c.closed {
+			c.timer.Reset(busyRecheck)
+		}
+		c.tmu.Unlock()
+		return
+	}
+	if err := c.renewIfDue(); err != nil {
+		c.Close()
+	}
+}
+
+func (c *sessionConn) Close() error {
+	c.tmu.Lock()
+	c.closed = true
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.tmu.Unlock()
+	return c.bc.pc.Close()
+}
+
 func (c *sessionConn) LocalAddr() net.Addr  { return c.bc.pc.LocalAddr() }
 func (c *sessionConn) RemoteAddr() net.Addr { return c.bc.pc.RemoteAddr() }
 
