@@ -75,7 +75,10 @@ func (w *worker) stage(ctx context.Context) (bool, error) {
 		if err := w.checkRows(sinks, batch); err != nil {
 			return true, err
 		}
-		for i := 0; i < len(stagers) && len(batch.Rows) > 0; i++ {
+		// A stage cut short after some sinks took the rows (ctx ended
+		// between two sinks) resumes with the next sink: those that have
+		// them must not take them twice.
+		for i := b.stagedBy; i < len(stagers) && len(batch.Rows) > 0; i++ {
 			s := stagers[i]
 			err := w.retrySink(ctx, "staging a batch", sinkKind(sinks[i]), func() error {
 				full, err := s.Stage(ctx, batch)
@@ -92,7 +95,9 @@ func (w *worker) stage(ctx context.Context) (bool, error) {
 			if err != nil {
 				return true, err
 			}
+			b.stagedBy = i + 1
 		}
+		b.stagedBy = 0
 		b.staged += len(batch.Rows)
 		clear(b.rows) // the rows' values can go now, not when the slice is reused
 		clear(b.sources)
@@ -109,7 +114,7 @@ func (w *worker) stage(ctx context.Context) (bool, error) {
 // discardStaged tells the sinks that the open batch is given up: its staged
 // rows are read again by whoever takes the partition next.
 func (w *worker) discardStaged() {
-	if w.batch.staged == 0 {
+	if w.batch.staged == 0 && w.batch.stagedBy == 0 {
 		return
 	}
 	_, stagers, _ := w.stagers()

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -296,5 +297,73 @@ func TestWorkerRefusesRowsAsTheyAreStaged(t *testing.T) {
 		} else if !slices.Equal(first, s.taken) {
 			t.Errorf("the re-cut staged other rows than the first run")
 		}
+	}
+}
+
+// cancelingStager ends the run's context during its first Stage, as the
+// end of a generation does when it lands while rows are being staged.
+type cancelingStager struct {
+	*fakeStager
+	cancel context.CancelFunc
+	calls  int
+}
+
+func (c *cancelingStager) Stage(ctx context.Context, b *sink.Batch) (bool, error) {
+	if c.calls++; c.calls == 1 {
+		c.cancel()
+		return false, errors.New("spool: no space left on device")
+	}
+	return c.fakeStager.Stage(ctx, b)
+}
+
+// TestWorkerStopDuringStagingCommitsWhatItWrote: a generation that ends
+// while the worker stages the record it just took still has that record in
+// its batch; the flush on stop must commit past it, or the next owner reads
+// it again and the output holds it twice (found by a member joining a
+// running group: one row twice in two partitions).
+func TestWorkerStopDuringStagingCommitsWhatItWrote(t *testing.T) {
+	log := &fakeLog{values: logValues(5000, nil, nil), perFetch: 100}
+	w, c, _, _ := testWorker(t, log, 0, "dead_letter")
+	w.target = -1
+	w.budget = newBudget(16 << 20) // ample: rows are staged once they reach stageChunk (256 KiB)
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &cancelingStager{fakeStager: &fakeStager{budget: w.budget}, cancel: cancel}
+	w.sinks = []sink.Sink{s}
+	go func() { // never hang: the end of the log ends the run
+		for w.stats.Records.Load() < 5000 && ctx.Err() == nil {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	if err := w.run(ctx, position{Offset: 0, Cut: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if s.calls < 2 {
+		t.Fatalf("Stage called %d times: the test must stop the worker while it stages", s.calls)
+	}
+	last := c.calls[len(c.calls)-1]
+	if last.meta != "" || last.offset != int64(s.rows) {
+		t.Errorf("the sink took offsets 0..%d, the last commit is %+v: the next owner must start right after the last row written", s.rows-1, last)
+	}
+}
+
+// TestWorkerStopBetweenTwoStagersStagesOnce: a generation that ends after
+// the first sink took a chunk and before the second did: the flush on stop
+// gives the chunk to the second sink only.
+func TestWorkerStopBetweenTwoStagersStagesOnce(t *testing.T) {
+	log := &fakeLog{values: logValues(5000, nil, nil), perFetch: 100}
+	w, c, _, _ := testWorker(t, log, 0, "dead_letter")
+	w.target = -1
+	w.budget = newBudget(16 << 20)
+	ctx, cancel := context.WithCancel(context.Background())
+	first := &fakeStager{budget: w.budget}
+	second := &cancelingStager{fakeStager: &fakeStager{budget: w.budget}, cancel: cancel}
+	w.sinks = []sink.Sink{first, second}
+	if err := w.run(ctx, position{Offset: 0, Cut: -1}); err != nil {
+		t.Fatal(err)
+	}
+	last := c.calls[len(c.calls)-1]
+	if second.calls < 2 || first.rows != second.rows || int64(first.rows) != last.offset {
+		t.Errorf("first sink took %d rows, second %d (%d Stage calls), last commit %+v: each sink must hold every row once", first.rows, second.rows, second.calls, last)
 	}
 }

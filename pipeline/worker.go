@@ -89,6 +89,7 @@ type openBatch struct {
 	deadBytes   int64 // of bytes, held for dead letters
 	staged      int   // rows handed to the sinks before the cut (stage.go)
 	stagedBytes int64 // their estimate, for max_bytes
+	stagedBy    int   // how many sinks already took the rows being staged
 	full        bool  // a sink said the batch reached its target size
 }
 
@@ -206,10 +207,13 @@ func (w *worker) loop(ctx context.Context) error {
 			if err := w.take(m); err != nil {
 				return err
 			}
+			// The record is in the batch now: a stop from here on (the
+			// generation ending while rows are staged) flushes and commits
+			// past it.
+			w.next = m.Offset + 1
 			if err := w.stageIfDue(ctx); err != nil {
 				return err
 			}
-			w.next = m.Offset + 1
 			if w.cut < 0 && w.full() {
 				if err := w.flush(ctx, w.next-1); err != nil {
 					return err

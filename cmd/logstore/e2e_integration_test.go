@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -559,4 +560,76 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestE2EMembersJoinMidRunExactlyOnce: one member reads alone, a second
+// joins once the first holds open batches in every partition, a third joins
+// later and the second leaves: each rebalance stops workers that flush what
+// they hold while the next owner starts. Every record once.
+func TestE2EMembersJoinMidRunExactlyOnce(t *testing.T) {
+	const n, partitions, badEvery = 240_000, 12, 100
+	topic := e2eTopic(t, partitions)
+	produceLogs(t, topic, n, partitions, badEvery)
+	dir := t.TempDir()
+	cfg := e2eConfig(t, topic, topic+"-g", dir, 5000)
+	// Slow enough that every rebalance lands mid-topic.
+	slow := strings.Replace(readFile(t, cfg), "  group: ", "  max_records_per_second: 20000\n  group: ", 1)
+	if err := os.WriteFile(cfg, []byte(slow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type member struct {
+		cmd *exec.Cmd
+		out testkit.LogBuffer
+	}
+	start := func(rack string) *member {
+		m := &member{cmd: exec.Command(logstoreBinary(t), "run", "-c", cfg, "--until", "now")}
+		m.cmd.Env = append(os.Environ(), "LOGSTORE_RACK="+rack)
+		m.cmd.Stdout, m.cmd.Stderr = &m.out, &m.out
+		if err := m.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = m.cmd.Process.Kill() })
+		return m
+	}
+	waitFor := func(m *member, what string) {
+		deadline := time.Now().Add(time.Minute)
+		for !strings.Contains(m.out.String(), what) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q within a minute:\n%s", what, tail(m.out.String(), 30))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	a := start("az-a")
+	waitFor(a, `"msg":"generation"`)
+	time.Sleep(700 * time.Millisecond)
+	b := start("az-b")
+	waitFor(b, `"msg":"generation"`)
+	time.Sleep(1500 * time.Millisecond)
+	c := start("az-c")
+	waitFor(c, `"msg":"generation"`)
+	time.Sleep(1500 * time.Millisecond)
+	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*member{a, b, c} {
+		err := m.cmd.Wait()
+		var exit *exec.ExitError
+		if err != nil && !(m == b && errors.As(err, &exit) && exit.ExitCode() == 3) {
+			t.Errorf("%v: %v\n%s", m.cmd.Env[len(m.cmd.Env)-1], err, tail(m.out.String(), 40))
+		}
+	}
+	v := checkExactlyOnce(t, dir, n, partitions, badEvery)
+	if t.Failed() {
+		for _, m := range []*member{a, b, c} {
+			t.Logf("%s:\n%s", m.cmd.Env[len(m.cmd.Env)-1], m.out.String())
+		}
+		_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				t.Log(strings.TrimPrefix(p, dir))
+			}
+			return nil
+		})
+	}
+	t.Logf("rows %d, dead letters %d", v.Rows, v.DeadLetters)
 }
