@@ -88,10 +88,7 @@ func (w *worker) checkRows(sinks []sink.Sink, batch *sink.Batch) error {
 }
 
 // retrySink is retry for sink and dead-letter writes, counting each retry
-// (logstore_sink_retries_total, and logstore_retries_total under op).
+// in logstore_retries_total under op.
 func (w *worker) retrySink(ctx context.Context, what, op string, f func() error) error {
-	return retry(ctx, w.log, what, func() {
-		w.stats.SinkRetries.Add(1)
-		w.metrics.retried(op)
-	}, f)
+	return retry(ctx, w.log, what, w.metrics.retrier(op), f)
 }

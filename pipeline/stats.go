@@ -18,14 +18,12 @@ type Stats struct {
 	StagedRows        atomic.Int64 // rows handed to the sinks before their batch was cut
 	BackpressureNanos atomic.Int64 // time fetching waited for memory
 	LostRecords       atomic.Int64 // records deleted by retention before they were read
-	SinkRetries       atomic.Int64 // sink and dead-letter writes tried again after an error
 	Refused           atomic.Int64 // rows a sink refused for good, sent to the dead letters
 	TruncatedLetters  atomic.Int64 // dead letters cut to fit the dead-letter topic
 	UnwritableLetters atomic.Int64 // dead letters no destination could take (logged instead)
 	OffsetResets      atomic.Int64 // on_offset_out_of_range applied: a position outside the log
 	RecutOverBudget   atomic.Int64 // bytes re-cuts held beyond batch.memory_budget instead of waiting
 	FirstRecord       atomic.Int64 // when the first record arrived, Unix nanoseconds; 0 before
-	Ages              *BatchAges   // the age of each partition's oldest uncommitted record
 }
 
-func newStats() *Stats { return &Stats{Started: time.Now(), Ages: newBatchAges()} }
+func newStats() *Stats { return &Stats{Started: time.Now()} }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -66,7 +65,6 @@ type worker struct {
 	cut     int64         // a pending re-cut b, or -1
 	reached bool          // the target was reached and committed
 	slab    []any         // storage for the next rows
-	held    *atomic.Int64 // since when (unix nanos) an uncommitted record is held; 0 none
 	// cutLayout is the layout the pending cut was made with when it is not
 	// the current one; using is the layout of the batch being written.
 	cutLayout string
@@ -128,9 +126,6 @@ func (w *worker) run(ctx context.Context, pos position) error {
 		w.releaseFetch()
 		w.discardStaged()
 	}()
-	var untrack func()
-	w.held, untrack = w.stats.Ages.track(w.topic, w.partition)
-	defer untrack()
 	var err error
 	if w.target >= 0 && w.next > w.target {
 		err = w.confirmPastTarget(ctx)
@@ -323,9 +318,6 @@ func (w *worker) recordCost(m *record.Record) int64 {
 // take decodes one record into the open batch, or makes it a dead letter.
 func (w *worker) take(m *record.Record) error {
 	w.stats.Records.Add(1)
-	if w.held.Load() == 0 {
-		w.held.Store(time.Now().UnixNano())
-	}
 	if len(w.slab) < w.columns {
 		// Rows are cut from a shared block: one allocation per 256 rows
 		// instead of one per row.
@@ -400,7 +392,6 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 	w.log.Debug("batch committed", "first", b.first, "last", last, "rows", b.staged+len(b.rows), "dead_letters", len(b.dead))
 	w.budget.release(b.bytes)
 	*b = openBatch{first: last + 1, opened: time.Now()}
-	w.held.Store(0)
 	if last == w.cut {
 		w.cutLayout = ""
 	}
