@@ -61,10 +61,10 @@ type worker struct {
 	fetchHeld  int64 // the budget the current fetch holds
 
 	batch   openBatch
-	next    int64         // the next offset to take
-	cut     int64         // a pending re-cut b, or -1
-	reached bool          // the target was reached and committed
-	slab    []any         // storage for the next rows
+	next    int64 // the next offset to take
+	cut     int64 // a pending re-cut b, or -1
+	reached bool  // the target was reached and committed
+	slab    []any // storage for the next rows
 	// cutLayout is the layout the pending cut was made with when it is not
 	// the current one; using is the layout of the batch being written.
 	cutLayout string
