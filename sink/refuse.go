@@ -138,12 +138,17 @@ func (k *Kafka) CheckRows(b *Batch) []*RowError {
 // maxS3KeyBytes is S3's limit on an object key (UTF-8 bytes).
 const maxS3KeyBytes = 1024
 
-// CheckKey refuses keys over S3's 1,024 bytes.
+// CheckKey refuses keys over S3's 1,024 bytes, and keys with a path
+// element over 255 bytes: AWS takes those, but the S3-compatible stores
+// that keep objects as files (MinIO, versitygw, Ceph's posix backends)
+// answer 400 KeyTooLongError. One rule for every store keeps a row's fate
+// the same wherever the output goes, and no partition value that long is
+// a partition anyone queries.
 func (s *S3Store) CheckKey(key string) error {
 	if len(key) > maxS3KeyBytes {
 		return fmt.Errorf("the S3 key %.80q… is %d bytes, over S3's limit of %d: a partition_by value is too long", key, len(key), maxS3KeyBytes)
 	}
-	return nil
+	return checkNameBytes(key, "S3-compatible stores on a file system allow")
 }
 
 // maxNameBytes is what most file systems allow for one path element
@@ -152,9 +157,13 @@ const maxNameBytes = 255
 
 // CheckKey refuses keys with a path element over 255 bytes.
 func (s *FileStore) CheckKey(key string) error {
+	return checkNameBytes(key, "a file system allows")
+}
+
+func checkNameBytes(key, who string) error {
 	for _, el := range strings.Split(key, "/") {
 		if len(el) > maxNameBytes {
-			return fmt.Errorf("the path element %.80q… is %d bytes, over the %d a file system allows: a partition_by value is too long", el, len(el), maxNameBytes)
+			return fmt.Errorf("the path element %.80q… is %d bytes, over the %d %s: a partition_by value is too long", el, len(el), maxNameBytes, who)
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/logstore/logstore/internal/loggen"
+	"github.com/logstore/logstore/internal/testkit"
 )
 
 // chaosMember is one `logstore run` process in a rack, restarted at will.
@@ -84,20 +86,31 @@ func poisonRecord(t *testing.T) []byte {
 }
 
 // TestChaos runs three members (one per rack) over a topic with malformed
-// records and one poison record, SIGKILLs random members at random moments
-// and restarts them, stops them all half way and deletes the group (its
-// offsets are gone, as after offsets.retention.minutes), restarts them, and
-// once everything is committed checks with pyarrow that every good record
-// is in the files exactly once and every bad one once in _errors/.
-// CHAOS_RECORDS, CHAOS_KILLS and CHAOS_SEED size it; scripts/chaos/run.sh
-// runs the long version.
+// records and one poison record, writing to S3 through a proxy that can
+// answer 503, while a seeded schedule of faults plays out: members
+// SIGKILLed at random moments and restarted, a fourth member joining and
+// leaving (two rebalances), a broker stopped and started, S3 down (every
+// request 503) and S3 flaky (a share of requests 503), the offsets of half
+// the partitions deleted, and the group deleted with its offsets (as after
+// offsets.retention.minutes). Once everything is committed pyarrow checks
+// that every good record is in the bucket exactly once with its values and
+// every bad one once in _errors/.
+// CHAOS_RECORDS, CHAOS_EVENTS, CHAOS_RATE (records/s per member) and
+// CHAOS_SEED size it; scripts/chaos/run.sh runs the long version.
 func TestChaos(t *testing.T) {
 	const partitions, badEvery = 6, 100
 	n := envInt("CHAOS_RECORDS", 60_000) / partitions * partitions
-	kills := envInt("CHAOS_KILLS", 4)
+	events := envInt("CHAOS_EVENTS", 7)
+	rate := envInt("CHAOS_RATE", 200)
 	seed := uint64(envInt("CHAOS_SEED", int(time.Now().UnixNano()%1e9)))
 	rng := rand.New(rand.NewPCG(seed, 1))
-	t.Logf("chaos: %d records, %d kills, seed %d", n, kills, seed)
+	plan := chaosPlan(rng, events)
+	t.Logf("chaos: %d records, %d records/s per member, seed %d, plan %v", n, rate, seed, plan)
+
+	bucket := s3Env(t)
+	direct := os.Getenv("AWS_ENDPOINT_URL_S3")
+	proxy := testkit.StartFaultProxy(t, direct)
+	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.URL) // the members' S3
 
 	topic := e2eTopic(t, partitions)
 	produceLogs(t, topic, n, partitions, badEvery)
@@ -109,11 +122,12 @@ func TestChaos(t *testing.T) {
 	w.Close()
 	poisonAt := n / partitions // partition 0's next offset
 
-	dir := t.TempDir()
+	out := "s3://" + bucket + "/chaos"
 	group := topic + "-g"
-	cfg := e2eConfig(t, topic, group, dir, 1500)
-	text := strings.Replace(readFile(t, cfg), `{name: hour, column: ts, format: "15"}]`, `{name: hour, column: ts, format: "15"}, {name: svc, column: service}]`, 1)
-	text = strings.Replace(text, "  group: ", "  max_records_per_second: 1000\n  group: ", 1)
+	cfg := e2eConfig(t, topic, group, "/unused", 1500)
+	text := strings.Replace(readFile(t, cfg), "url: file:///unused", "url: "+out, 1)
+	text = strings.Replace(text, `{name: hour, column: ts, format: "15"}]`, `{name: hour, column: ts, format: "15"}, {name: svc, column: service}]`, 1)
+	text = strings.Replace(text, "  group: ", "  max_records_per_second: "+strconv.Itoa(rate)+"\n  group: ", 1)
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -129,40 +143,93 @@ func TestChaos(t *testing.T) {
 			m.stop(syscall.SIGKILL)
 		}
 	}()
-	// Kills land once batches are being committed, so that some hit a
+	// Faults land once batches are being committed, so that some hit a
 	// pending cut.
 	for deadline := time.Now().Add(90 * time.Second); committedTotal(t, group, topic, partitions) == 0; time.Sleep(200 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("nothing committed in 90 s:\n%s", tail(members[0].out.String(), 30))
 		}
 	}
-	for k := 0; k < kills; k++ {
-		time.Sleep(time.Duration(500+rng.IntN(2500)) * time.Millisecond)
-		m := members[rng.IntN(len(members))]
-		m.stop(syscall.SIGKILL)
-		t.Logf("kill %d: %s (committed %d)", k+1, m.rack, committedTotal(t, group, topic, partitions))
-		m.start()
-		if k == kills/2 {
-			deleteGroup(t, group, members)
+	pause := func(min, spread int) { time.Sleep(time.Duration(min+rng.IntN(spread)) * time.Millisecond) }
+	began, midRun := time.Now(), 0
+	for i, ev := range plan {
+		pause(500, 2500)
+		before := committedTotal(t, group, topic, partitions)
+		if before < int64(n) {
+			midRun++
+		}
+		switch ev {
+		case "kill":
+			m := members[rng.IntN(len(members))]
+			m.stop(syscall.SIGKILL)
+			m.start()
+			ev += " " + m.rack
+		case "join-leave":
+			m := &chaosMember{t: t, cfg: cfg, rack: []string{"az-a", "az-b", "az-c"}[rng.IntN(3)]}
+			m.start()
+			pause(3000, 3000)
+			m.stop(syscall.SIGTERM)
+			ev += " " + m.rack
+		case "broker":
+			node := strconv.Itoa(1 + rng.IntN(3))
+			testkit.ClusterScript(t, "stop-node", node)
+			pause(5000, 5000)
+			testkit.ClusterScript(t, "start-node", node)
+			ev += " " + node
+		case "s3-down":
+			proxy.SetFailRate(1)
+			pause(5000, 5000)
+			proxy.SetFailRate(0)
+		case "s3-flaky":
+			proxy.SetFailRate(0.3)
+			pause(8000, 4000)
+			proxy.SetFailRate(0)
+		}
+		t.Logf("%5.1fs event %d: %s (committed %d of %d before)", time.Since(began).Seconds(), i+1, ev, before, n+1)
+		switch i {
+		case len(plan) / 4:
+			withGroupStopped(t, group, members, "the offsets of partitions 0, 2, 4 deleted", func(c *kafka.Client) error {
+				resp, err := c.OffsetDelete(context.Background(), &kafka.OffsetDeleteRequest{GroupID: group, Topics: map[string][]int{topic: {0, 2, 4}}})
+				if err != nil {
+					return err
+				}
+				err = resp.Error
+				for _, ps := range resp.Topics {
+					for _, p := range ps {
+						err = errors.Join(err, p.Error)
+					}
+				}
+				return err
+			})
+		case len(plan) / 2:
+			withGroupStopped(t, group, members, "the group deleted with its offsets", func(c *kafka.Client) error {
+				resp, err := c.DeleteGroups(context.Background(), &kafka.DeleteGroupsRequest{GroupIDs: []string{group}})
+				if err == nil {
+					err = resp.Errors[group]
+				}
+				return err
+			})
 		}
 	}
 	end := int64(n + 1)
-	for deadline := time.Now().Add(4 * time.Minute); committedTotal(t, group, topic, partitions) < end; time.Sleep(500 * time.Millisecond) {
+	wait := max(4*time.Minute, time.Duration(3*n/(3*rate))*time.Second)
+	for deadline := time.Now().Add(wait); committedTotal(t, group, topic, partitions) < end; time.Sleep(500 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("committed %d of %d after 4 minutes:\n%s", committedTotal(t, group, topic, partitions), end, tail(members[0].out.String(), 30))
+			t.Fatalf("stalled: committed %d of %d after %s:\n%s", committedTotal(t, group, topic, partitions), end, wait, tail(members[0].out.String(), 30))
 		}
 	}
 	for _, m := range members {
 		m.stop(syscall.SIGTERM)
 	}
 
+	t.Setenv("AWS_ENDPOINT_URL_S3", direct) // pyarrow reads the bucket itself
 	var sample []string
 	for i := 0; i < n; i += n / 50 {
 		if i%badEvery != badEvery-1 {
 			sample = append(sample, strconv.Itoa(i%partitions)+":"+strconv.Itoa(i/partitions))
 		}
 	}
-	v := verifyWithPyarrow(t, dir, sample)
+	v := verifyWithPyarrow(t, out, sample)
 	good, bad := expect(n, partitions, badEvery)
 	b, ok := bad["0"]
 	if !ok {
@@ -172,13 +239,42 @@ func TestChaos(t *testing.T) {
 	bad["0"] = b
 	checkCounts(t, v, good, bad)
 	checkSampleValues(t, v.Sample, n, partitions, badEvery)
-	t.Logf("chaos: %d rows, %d dead letters (reasons %v); %d kills, the group deleted once", v.Rows, v.DeadLetters, v.Reasons, kills)
+	if midRun < (len(plan)+1)/2 {
+		t.Errorf("only %d of %d faults landed before the topic was read: they prove little (lower CHAOS_RATE)", midRun, len(plan))
+	}
+	if proxy.Failed.Load() == 0 {
+		t.Error("the S3 proxy answered no request with 503: the S3 faults proved nothing")
+	}
+	t.Logf("chaos: %d rows and %d dead letters, each once (reasons %v); %d events %v, %d S3 requests answered 503",
+		v.Rows, v.DeadLetters, v.Reasons, len(plan), plan, proxy.Failed.Load())
 }
 
-// deleteGroup stops every member gracefully (they flush, commit and
-// leave), deletes the group with its offsets, and restarts them: the
+// chaosKinds are the faults a chaos plan draws from.
+var chaosKinds = []string{"kill", "join-leave", "broker", "s3-down", "s3-flaky"}
+
+// chaosPlan is a seeded order of n faults with every kind at least once
+// (when n allows) and kills for the rest, the likeliest fault in production.
+func chaosPlan(rng *rand.Rand, n int) []string {
+	plan := make([]string, 0, n)
+	for i := 0; i < n; i++ {
+		switch {
+		case i < len(chaosKinds):
+			plan = append(plan, chaosKinds[i])
+		case rng.IntN(2) == 0:
+			plan = append(plan, "kill")
+		default:
+			plan = append(plan, chaosKinds[rng.IntN(len(chaosKinds))])
+		}
+	}
+	rng.Shuffle(len(plan), func(i, j int) { plan[i], plan[j] = plan[j], plan[i] })
+	return plan
+}
+
+// withGroupStopped stops every member gracefully (they flush, commit and
+// leave), runs change on the emptied group (deleting offsets or the whole
+// group, as offsets.retention.minutes does), and restarts them: the
 // output's resume records must carry the job on.
-func deleteGroup(t *testing.T, group string, members []*chaosMember) {
+func withGroupStopped(t *testing.T, group string, members []*chaosMember, what string, change func(*kafka.Client) error) {
 	t.Helper()
 	for _, m := range members {
 		m.stop(syscall.SIGTERM)
@@ -186,15 +282,15 @@ func deleteGroup(t *testing.T, group string, members []*chaosMember) {
 	client := &kafka.Client{Addr: kafka.TCP(strings.Split(bootstrap, ",")...), Timeout: 30 * time.Second}
 	// Members killed earlier stay in the group until their session ends.
 	for deadline := time.Now().Add(40 * time.Second); ; time.Sleep(time.Second) {
-		resp, err := client.DeleteGroups(context.Background(), &kafka.DeleteGroupsRequest{GroupIDs: []string{group}})
-		if err == nil && resp.Errors[group] == nil {
+		err := change(client)
+		if err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("deleting group %s: %v %v", group, err, resp)
+			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	t.Logf("group %s deleted with its offsets", group)
+	t.Logf("group %s: %s", group, what)
 	for _, m := range members {
 		m.start()
 	}

@@ -633,3 +633,70 @@ func TestE2EMembersJoinMidRunExactlyOnce(t *testing.T) {
 	}
 	t.Logf("rows %d, dead letters %d", v.Rows, v.DeadLetters)
 }
+
+// TestE2ERecreatedTopicStops: a topic deleted and recreated under the same
+// name numbers its records from 0 again, below the group's committed
+// offsets. Under the default on_offset_out_of_range: fail the job stops
+// with an error naming the topic, partition, committed offset and log end,
+// and writes nothing: the old files, whose names the new records would
+// take, stay as they are.
+func TestE2ERecreatedTopicStops(t *testing.T) {
+	const n, partitions = 3000, 3
+	topic := e2eTopic(t, partitions)
+	produceLogs(t, topic, n, partitions, 1000)
+	dir := t.TempDir()
+	cfg := e2eConfig(t, topic, topic+"-g", dir, 500)
+	if st, out := runLogstore(t, cfg, "LOGSTORE_RACK=az-a"); !st.Success() {
+		t.Fatalf("first run: %v\n%s", st, tail(out, 30))
+	}
+	before := listFiles(t, dir)
+
+	client := &kafka.Client{Addr: kafka.TCP(strings.Split(bootstrap, ",")...), Timeout: 30 * time.Second}
+	if _, err := client.DeleteTopics(context.Background(), &kafka.DeleteTopicsRequest{Topics: []string{topic}}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		resp, err := client.CreateTopics(context.Background(), &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: topic, NumPartitions: partitions, ReplicationFactor: 3}}})
+		if err == nil && resp.Errors[topic] == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("recreating %s: %v %v", topic, err, resp)
+		}
+	}
+	produceLogs(t, topic, n/10, partitions, 1000)
+
+	st, out := runLogstore(t, cfg, "LOGSTORE_RACK=az-a")
+	if st.Success() || st.ExitCode() != 1 {
+		t.Fatalf("the run over the recreated topic ended with %v, want exit 1:\n%s", st, tail(out, 30))
+	}
+	for _, want := range []string{topic, "is past the log end 100", "the committed offset 1000", "deleted and recreated"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the error does not say %q:\n%s", want, tail(out, 15))
+		}
+	}
+	if after := listFiles(t, dir); after != before {
+		t.Errorf("files changed although the job stopped:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// listFiles is every file below dir with its size and modification time.
+func listFiles(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%s %d %d\n", strings.TrimPrefix(p, dir), info.Size(), info.ModTime().UnixNano())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
