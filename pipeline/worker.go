@@ -178,14 +178,20 @@ func (w *worker) loop(ctx context.Context) error {
 		if len(msgs) > 0 {
 			sink.Failpoint(sink.FailFetched)
 		}
-		if err := w.wait(ctx, len(msgs)); err != nil {
-			return w.stop()
-		}
-		ended := false
+		ended, paced := false, 0
 		for i := range msgs {
 			m := &msgs[i]
 			if m.Offset < w.next {
 				continue // a retried fetch may return records already taken
+			}
+			if i >= paced {
+				// max_records_per_second, a chunk at a time: records are
+				// taken (and batches cut) steadily, not a whole fetch late.
+				n, err := w.wait(ctx, len(msgs)-i)
+				if err != nil {
+					return w.stop()
+				}
+				paced = i + n
 			}
 			if w.target >= 0 && m.Offset >= w.target {
 				ended = true // a replay's end, or the end seen at start: not one record more
@@ -560,19 +566,14 @@ func (w *worker) confirmPastTarget(ctx context.Context) error {
 	}
 }
 
-// wait applies max_records_per_second.
-func (w *worker) wait(ctx context.Context, n int) error {
+// wait applies max_records_per_second to the next of n records: it waits
+// for up to a burst of them and says how many may be taken.
+func (w *worker) wait(ctx context.Context, n int) (int, error) {
 	if w.limiter == nil {
-		return nil
+		return n, nil
 	}
-	for n > 0 {
-		k := min(n, w.limiter.Burst())
-		if err := w.limiter.WaitN(ctx, k); err != nil {
-			return err
-		}
-		n -= k
-	}
-	return nil
+	k := min(n, w.limiter.Burst())
+	return k, w.limiter.WaitN(ctx, k)
 }
 
 // retry calls f with capped exponential backoff until it succeeds, ctx ends,

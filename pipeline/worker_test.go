@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/logstore/logstore/pipeline/decode"
 	"github.com/logstore/logstore/pipeline/fetch"
 	"github.com/logstore/logstore/pipeline/record"
@@ -262,5 +264,29 @@ func TestWorkerStopFlushes(t *testing.T) {
 	}
 	if fmt.Sprint(s.batches) != "[0-3:4]" || c.calls[len(c.calls)-1] != (commitCall{4, ""}) {
 		t.Errorf("batches %v, commits %v: a stop must flush and commit what it holds", s.batches, c.calls)
+	}
+}
+
+// TestWorkerPacesRecordsNotFetches: max_records_per_second lets records
+// through as the rate allows, a burst at a time; it does not hold a whole
+// fetch back until the rate would have allowed all of it (a 1 MiB fetch of
+// small logs at 100 records/s took nothing for 40 s, and a low rate looked
+// like a stall).
+func TestWorkerPacesRecordsNotFetches(t *testing.T) {
+	log := &fakeLog{values: logValues(1000, nil, nil), perFetch: 1000}
+	w, c, _, _ := testWorker(t, log, 0, "dead_letter")
+	w.target = -1
+	w.limiter = rate.NewLimiter(100, 10) // the whole fetch: 10 s
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := w.run(ctx, position{Offset: 0, Cut: -1}); err != nil {
+		t.Fatal(err)
+	}
+	taken := w.stats.Records.Load()
+	if taken < 10 || taken > 100 {
+		t.Errorf("%d records taken in 300 ms at 100/s with bursts of 10: want the first burst at once and the rest paced", taken)
+	}
+	if last := c.calls[len(c.calls)-1]; last.offset != taken {
+		t.Errorf("last commit %+v, want %d: the stop flushes what was taken", last, taken)
 	}
 }
