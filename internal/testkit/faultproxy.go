@@ -1,6 +1,8 @@
 package testkit
 
 import (
+	"io"
+	"log"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -29,6 +31,7 @@ func StartFaultProxy(t testing.TB, target string) *FaultProxy {
 	}
 	p := &FaultProxy{}
 	forward := httputil.NewSingleHostReverseProxy(u)
+	forward.ErrorLog = log.New(io.Discard, "", 0) // a member killed mid-upload is no news
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if rate := p.FailRate(); rate > 0 && rand.Float64() < rate {
 			p.Failed.Add(1)
