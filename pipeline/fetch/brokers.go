@@ -48,6 +48,23 @@ type brokerPool struct {
 	nodes  map[int32]brokerNode
 	conns  map[int32]*brokerConn
 	closed bool
+	// dials and lookups in progress, which other readers wait for instead
+	// of making their own: after a rebalance hundreds of readers ask at
+	// once.
+	dialing map[int32]*flight[*brokerConn]
+	looking map[string]*flight[metadataAnswer]
+}
+
+// flight is one dial or request that several readers wait for.
+type flight[T any] struct {
+	done chan struct{}
+	val  T
+	err  error
+}
+
+type metadataAnswer struct {
+	res     *metadata.Response
+	version int16
 }
 
 type brokerNode struct {
@@ -70,12 +87,14 @@ func newBrokerPool(dialer *kafka.Dialer, seeds []string, log *slog.Logger, stats
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &brokerPool{
-		dialer: dialer,
-		seeds:  seeds,
-		log:    log,
-		stats:  stats,
-		nodes:  make(map[int32]brokerNode),
-		conns:  make(map[int32]*brokerConn),
+		dialer:  dialer,
+		seeds:   seeds,
+		log:     log,
+		stats:   stats,
+		nodes:   make(map[int32]brokerNode),
+		conns:   make(map[int32]*brokerConn),
+		dialing: make(map[int32]*flight[*brokerConn]),
+		looking: make(map[string]*flight[metadataAnswer]),
 	}
 }
 
@@ -90,7 +109,7 @@ func (p *brokerPool) node(id int32) (brokerNode, bool) {
 }
 
 // conn returns the open control connection to broker id, dialling it if
-// needed.
+// needed; readers asking while it is dialled wait for that dial.
 func (p *brokerPool) conn(ctx context.Context, id int32) (*brokerConn, error) {
 	p.mu.Lock()
 	if p.closed {
@@ -101,24 +120,33 @@ func (p *brokerPool) conn(ctx context.Context, id int32) (*brokerConn, error) {
 		p.mu.Unlock()
 		return c, nil
 	}
+	if f := p.dialing[id]; f != nil {
+		p.mu.Unlock()
+		select {
+		case <-f.done:
+			return f.val, f.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	f := &flight[*brokerConn]{done: make(chan struct{})}
+	p.dialing[id] = f
 	p.mu.Unlock()
+
 	c, err := p.dialNode(ctx, id)
-	if err != nil {
-		return nil, err
-	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
+	delete(p.dialing, id)
+	if err == nil && p.closed {
 		c.close()
-		return nil, errPoolClosed
+		c, err = nil, errPoolClosed
 	}
-	if old := p.conns[id]; old != nil {
-		// Another reader dialled it meanwhile: keep one.
-		c.close()
-		return old, nil
+	if err == nil {
+		p.conns[id] = c
 	}
-	p.conns[id] = c
-	return c, nil
+	p.mu.Unlock()
+	f.val, f.err = c, err
+	close(f.done)
+	return c, err
 }
 
 // dialNode opens a new connection to broker id, at the address the last
@@ -190,7 +218,7 @@ func (p *brokerPool) close() {
 // leader. It tries the brokers it knows, then the seed brokers, so it finds
 // the cluster again after the broker it last talked to has gone.
 func (p *brokerPool) partition(ctx context.Context, topic string, partition int) (partitionState, error) {
-	res, version, err := p.metadata(ctx, topic)
+	res, version, err := p.sharedMetadata(ctx, topic)
 	if err != nil {
 		return partitionState{}, err
 	}
@@ -220,6 +248,39 @@ func (p *brokerPool) partition(ctx context.Context, topic string, partition int)
 		return partitionState{}, fmt.Errorf("metadata for topic %q has no partition %d: %w", topic, partition, kafka.UnknownTopicOrPartition)
 	}
 	return partitionState{}, fmt.Errorf("metadata has no topic %q: %w", topic, kafka.UnknownTopicOrPartition)
+}
+
+// sharedMetadata is metadata, with readers that ask for the same topic
+// while a request is out waiting for its answer: it is as fresh as one of
+// their own.
+func (p *brokerPool) sharedMetadata(ctx context.Context, topic string) (*metadata.Response, int16, error) {
+	p.mu.Lock()
+	if f := p.looking[topic]; f != nil {
+		p.mu.Unlock()
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		}
+		if f.err == nil || !isContextErr(f.err) {
+			return f.val.res, f.val.version, f.err
+		}
+		// The reader that asked was stopped; ask anew.
+		return p.metadata(ctx, topic)
+	}
+	f := &flight[metadataAnswer]{done: make(chan struct{})}
+	p.looking[topic] = f
+	p.mu.Unlock()
+	f.val.res, f.val.version, f.err = p.metadata(ctx, topic)
+	p.mu.Lock()
+	delete(p.looking, topic)
+	p.mu.Unlock()
+	close(f.done)
+	return f.val.res, f.val.version, f.err
+}
+
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // metadata returns the answer and the Metadata version it came in.

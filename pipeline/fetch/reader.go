@@ -197,17 +197,8 @@ type PartitionReader struct {
 // NewPartitionReader returns a reader positioned at kafka.FirstOffset. It
 // connects on the first call that needs a broker.
 func NewPartitionReader(cfg ReaderConfig) *PartitionReader {
-	if cfg.Dialer == nil {
-		cfg.Dialer = kafka.DefaultDialer
-	}
-	if cfg.MinBytes <= 0 {
-		cfg.MinBytes = 1
-	}
 	if cfg.MaxBytes <= 0 {
 		cfg.MaxBytes = DefaultFetchMaxBytes
-	}
-	if cfg.MaxWait <= 0 {
-		cfg.MaxWait = DefaultFetchMaxWait
 	}
 	if cfg.PreferredLease <= 0 {
 		cfg.PreferredLease = DefaultPreferredLease
