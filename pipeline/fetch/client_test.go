@@ -277,3 +277,49 @@ func TestClientReaderCloseLeavesOthers(t *testing.T) {
 		t.Errorf("the closed reader's partition was never forgotten: %+v", spy.fetchSessions())
 	}
 }
+
+// TestClientBusyReaderNotHeldByLongPoll: a reader still decoding its last
+// records misses the next round; the round it comes back to must not be a
+// long poll of max_wait for the idle partitions, or a busy partition among
+// idle ones would get one fetch per max_wait.
+func TestClientBusyReaderNotHeldByLongPoll(t *testing.T) {
+	c := newFake(t, kfake.NumBrokers(1), kfake.SeedTopics(2, testTopic))
+	addrs := c.ListenAddrs()
+	const batches = 5
+	for i := range batches {
+		produce(t, addrs, nil, numbered(10*i, 10*i+10)...) // partition 0, a batch each
+	}
+	const maxWait = 3 * time.Second
+	client := NewClient(ClientConfig{Brokers: addrs, MaxWait: maxWait, Log: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() { client.Close() })
+	busy := NewPartitionReader(ReaderConfig{Client: client, Topic: testTopic, Partition: 0, MaxBytes: 1})
+	idle := NewPartitionReader(ReaderConfig{Client: client, Topic: testTopic, Partition: 1})
+	defer busy.Close()
+	defer idle.Close()
+	busy.SetOffset(0)
+	idle.SetOffset(0)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			idle.Fetch(ctx)
+		}
+	}()
+	var msgs []string
+	for busy.Offset() < 10*batches {
+		began := time.Now()
+		got, _, err := busy.Fetch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(began); len(msgs) > 0 && took > maxWait/3 {
+			t.Fatalf("a Fetch of the busy partition at %d took %v: held behind the idle partition's long poll (max_wait %v)", busy.Offset(), took, maxWait)
+		}
+		msgs = append(msgs, values(got)...)
+		time.Sleep(50 * time.Millisecond) // the worker decodes and stages them
+	}
+	if fmt.Sprint(msgs) != fmt.Sprint(valueRange(0, 10*batches)) {
+		t.Fatalf("read %q", msgs)
+	}
+}

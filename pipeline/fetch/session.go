@@ -21,6 +21,12 @@ const (
 	// microseconds; without the wait an idle member's partitions would
 	// split over two alternating fetches and churn the session.
 	gatherWait = 10 * time.Millisecond
+	// busyWait is the most a round waits at the broker while a reader
+	// answered with records in the round before has not asked again yet
+	// (its worker is still decoding them): that reader is not in the
+	// round, and must not wait behind a long poll of max_wait for its next
+	// records, which would throttle a busy partition among idle ones.
+	busyWait = 20 * time.Millisecond
 	// sessionIdle ends a session no reader used for this long (a partition
 	// moved away, a fallback lane that is no longer needed).
 	sessionIdle = time.Minute
@@ -99,7 +105,11 @@ type fetchSession struct {
 	// expect holds the partitions answered by the last round whose readers
 	// have not asked again yet.
 	expect map[topicPartition]bool
-	wake   chan struct{}
+	// busy holds, with the time of the answer, partitions answered with
+	// records whose readers have not asked again yet: while one is younger
+	// than max_wait, rounds wait at most busyWait.
+	busy map[topicPartition]time.Time
+	wake chan struct{}
 
 	// Owned by run.
 	conn      *brokerConn
@@ -114,6 +124,7 @@ func newFetchSession(c *Client, key sessionKey) *fetchSession {
 		c:       c,
 		key:     key,
 		waiting: make(map[topicPartition][]*fetchWant),
+		busy:    make(map[topicPartition]time.Time),
 		wake:    make(chan struct{}, 1),
 		parts:   make(map[topicPartition]sessionPartition),
 	}
@@ -123,6 +134,7 @@ func (s *fetchSession) add(w *fetchWant) {
 	s.mu.Lock()
 	s.waiting[w.tp] = append(s.waiting[w.tp], w)
 	delete(s.expect, w.tp)
+	delete(s.busy, w.tp)
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
@@ -145,6 +157,7 @@ func (s *fetchSession) withdraw(w *fetchWant) {
 		}
 	}
 	delete(s.expect, w.tp)
+	delete(s.busy, w.tp)
 }
 
 func (s *fetchSession) idle() bool {
@@ -161,11 +174,19 @@ func (s *fetchSession) ready() (waiting, gathered bool) {
 	return len(s.waiting) > 0, len(s.expect) == 0
 }
 
-// take removes the first waiting reader of every partition, for one round.
-func (s *fetchSession) take() map[topicPartition]*fetchWant {
+// take removes the first waiting reader of every partition, for one round,
+// and says whether a reader recently answered with records is still out.
+func (s *fetchSession) take() (batch map[topicPartition]*fetchWant, busy bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	batch := make(map[topicPartition]*fetchWant, len(s.waiting))
+	for tp, at := range s.busy {
+		if time.Since(at) < s.c.cfg.MaxWait {
+			busy = true
+		} else {
+			delete(s.busy, tp) // a slow worker, or a reader gone: long polls again
+		}
+	}
+	batch = make(map[topicPartition]*fetchWant, len(s.waiting))
 	for tp, ws := range s.waiting {
 		batch[tp] = ws[0]
 		if len(ws) == 1 {
@@ -175,7 +196,7 @@ func (s *fetchSession) take() map[topicPartition]*fetchWant {
 		}
 	}
 	s.expect = nil
-	return batch
+	return batch, busy
 }
 
 func (s *fetchSession) run() {
@@ -214,24 +235,36 @@ func (s *fetchSession) run() {
 				return
 			}
 		}
-		batch := s.take()
-		answered := s.round(batch)
+		batch, busy := s.take()
+		wait := s.c.cfg.MaxWait
+		if busy {
+			wait = min(wait, busyWait)
+		}
+		answered := s.round(batch, wait)
+		now := time.Now()
 		s.mu.Lock()
-		s.expect = answered
+		s.expect = make(map[topicPartition]bool, len(answered))
+		for tp, hadRecords := range answered {
+			s.expect[tp] = true
+			if hadRecords {
+				s.busy[tp] = now
+			}
+		}
 		s.mu.Unlock()
 		gatherUntil = time.Now().Add(gatherWait)
 		idle.Reset(sessionIdle)
 	}
 }
 
-// round sends one Fetch for batch, answers every reader in it and returns
-// the partitions answered. A session the broker lost or fenced starts over
-// as a full one at once.
-func (s *fetchSession) round(batch map[topicPartition]*fetchWant) map[topicPartition]bool {
+// round sends one Fetch for batch, waiting at most wait at the broker,
+// answers every reader in it and returns the partitions answered (true:
+// with records). A session the broker lost or fenced starts over as a full
+// one at once.
+func (s *fetchSession) round(batch map[topicPartition]*fetchWant, wait time.Duration) map[topicPartition]bool {
 	answered := make(map[topicPartition]bool, len(batch))
 	answer := func(tp topicPartition, res fetchResult) {
 		batch[tp].done <- res
-		answered[tp] = true
+		answered[tp] = res.part != nil && len(res.part.records) > 4
 	}
 	fail := func(err error) map[topicPartition]bool {
 		for tp := range batch {
@@ -241,7 +274,7 @@ func (s *fetchSession) round(batch map[topicPartition]*fetchWant) map[topicParti
 	}
 	s.rounds++
 	for attempt := 0; ; attempt++ {
-		req, full := s.request(batch)
+		req, full := s.request(batch, wait)
 		version, body, err := s.send(req)
 		if err != nil {
 			s.reset()
@@ -306,12 +339,12 @@ func (s *fetchSession) round(batch map[topicPartition]*fetchWant) map[topicParti
 
 // request builds the round's Fetch. full says every partition of the batch
 // is in it (a new session, or none), so each must be in the answer.
-func (s *fetchSession) request(batch map[topicPartition]*fetchWant) (req *fetch.Request, full bool) {
+func (s *fetchSession) request(batch map[topicPartition]*fetchWant, wait time.Duration) (req *fetch.Request, full bool) {
 	cfg := s.c.cfg
 	full = s.epoch <= 0
 	req = &fetch.Request{
 		ReplicaID:      -1,
-		MaxWaitTime:    int32(cfg.MaxWait.Milliseconds()),
+		MaxWaitTime:    int32(wait.Milliseconds()),
 		MinBytes:       int32(cfg.MinBytes),
 		MaxBytes:       int32(cfg.RequestMaxBytes),
 		IsolationLevel: s.c.isolation,
