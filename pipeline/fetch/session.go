@@ -240,37 +240,37 @@ func (s *fetchSession) run() {
 		if busy {
 			wait = min(wait, busyWait)
 		}
-		answered := s.round(batch, wait)
+		results := s.round(batch, wait)
+		// Expected before answered: a reader may ask again at once.
 		now := time.Now()
 		s.mu.Lock()
-		s.expect = make(map[topicPartition]bool, len(answered))
-		for tp, hadRecords := range answered {
+		s.expect = make(map[topicPartition]bool, len(results))
+		for tp, res := range results {
 			s.expect[tp] = true
-			if hadRecords {
+			if res.part != nil && len(res.part.records) > 4 {
 				s.busy[tp] = now
 			}
 		}
 		s.mu.Unlock()
+		for tp, res := range results {
+			batch[tp].done <- res
+		}
 		gatherUntil = time.Now().Add(gatherWait)
 		idle.Reset(sessionIdle)
 	}
 }
 
-// round sends one Fetch for batch, waiting at most wait at the broker,
-// answers every reader in it and returns the partitions answered (true:
-// with records). A session the broker lost or fenced starts over as a full
-// one at once.
-func (s *fetchSession) round(batch map[topicPartition]*fetchWant, wait time.Duration) map[topicPartition]bool {
-	answered := make(map[topicPartition]bool, len(batch))
-	answer := func(tp topicPartition, res fetchResult) {
-		batch[tp].done <- res
-		answered[tp] = res.part != nil && len(res.part.records) > 4
-	}
-	fail := func(err error) map[topicPartition]bool {
+// round sends one Fetch for batch, waiting at most wait at the broker, and
+// returns the answer for every reader in it. A session the broker lost or
+// fenced starts over as a full one at once.
+func (s *fetchSession) round(batch map[topicPartition]*fetchWant, wait time.Duration) map[topicPartition]fetchResult {
+	results := make(map[topicPartition]fetchResult, len(batch))
+	answer := func(tp topicPartition, res fetchResult) { results[tp] = res }
+	fail := func(err error) map[topicPartition]fetchResult {
 		for tp := range batch {
 			answer(tp, fetchResult{err: err})
 		}
-		return answered
+		return results
 	}
 	s.rounds++
 	for attempt := 0; ; attempt++ {
@@ -333,7 +333,7 @@ func (s *fetchSession) round(batch map[topicPartition]*fetchWant, wait time.Dura
 			}
 			answer(tp, fetchResult{part: p})
 		}
-		return answered
+		return results
 	}
 }
 
