@@ -132,10 +132,30 @@ func newFetchSession(c *Client, key sessionKey) *fetchSession {
 
 func (s *fetchSession) add(w *fetchWant) {
 	s.mu.Lock()
+	first := len(s.waiting) == 0
 	s.waiting[w.tp] = append(s.waiting[w.tp], w)
-	delete(s.expect, w.tp)
 	delete(s.busy, w.tp)
+	wake := first || s.unexpect(w.tp)
 	s.mu.Unlock()
+	if wake {
+		s.signal()
+	}
+}
+
+// unexpect notes that tp's reader asked again or left, and says whether it
+// was the last reader the session waited for. Under mu.
+func (s *fetchSession) unexpect(tp topicPartition) bool {
+	if _, ok := s.expect[tp]; !ok {
+		return false
+	}
+	delete(s.expect, tp)
+	return len(s.expect) == 0
+}
+
+// signal wakes run, which sleeps only while no reader waits or while it
+// gathers the readers it expects back: only the first reader and the last
+// one expected need to wake it, not each of hundreds.
+func (s *fetchSession) signal() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -156,8 +176,10 @@ func (s *fetchSession) withdraw(w *fetchWant) {
 			s.waiting[w.tp] = ws
 		}
 	}
-	delete(s.expect, w.tp)
 	delete(s.busy, w.tp)
+	if s.unexpect(w.tp) {
+		s.signal()
+	}
 }
 
 func (s *fetchSession) idle() bool {
@@ -207,6 +229,9 @@ func (s *fetchSession) run() {
 	}()
 	idle := time.NewTimer(sessionIdle)
 	defer idle.Stop()
+	gather := time.NewTimer(time.Hour)
+	gather.Stop()
+	defer gather.Stop()
 	var gatherUntil time.Time
 	for {
 		waiting, gathered := s.ready()
@@ -224,14 +249,13 @@ func (s *fetchSession) run() {
 			continue
 		}
 		if wait := time.Until(gatherUntil); !gathered && wait > 0 {
-			t := time.NewTimer(wait)
+			gather.Reset(wait)
 			select {
 			case <-s.wake:
-				t.Stop()
+				gather.Stop()
 				continue
-			case <-t.C:
+			case <-gather.C:
 			case <-s.c.ctx.Done():
-				t.Stop()
 				return
 			}
 		}
