@@ -323,3 +323,39 @@ func TestClientBusyReaderNotHeldByLongPoll(t *testing.T) {
 		t.Fatalf("read %q", msgs)
 	}
 }
+
+// TestSessionGathersReadersBack: a reader that asks again is no longer
+// waited for, also the first one to come back to an empty session; the
+// session is woken by the first reader and by the last one it expects, not
+// by every one.
+func TestSessionGathersReadersBack(t *testing.T) {
+	tp := func(p int32) topicPartition { return topicPartition{testTopic, p} }
+	s := newFetchSession(NewClient(ClientConfig{}), sessionKey{broker: 1})
+	s.expect = map[topicPartition]bool{tp(0): true, tp(1): true, tp(2): true}
+	woken := func() bool {
+		select {
+		case <-s.wake:
+			return true
+		default:
+			return false
+		}
+	}
+	for _, step := range []struct {
+		add       int32
+		wantWake  bool
+		wantAwait int
+	}{
+		{0, true, 2},  // the first reader waiting wakes the session
+		{1, false, 1}, // neither first nor last
+		{7, false, 1}, // a reader not expected
+		{2, true, 0},  // the last one expected
+	} {
+		s.add(newFetchWant(tp(step.add), 0, -1, 1, ""))
+		if got := woken(); got != step.wantWake {
+			t.Errorf("add partition %d: woken %v, want %v", step.add, got, step.wantWake)
+		}
+		if len(s.expect) != step.wantAwait || s.expect[tp(step.add)] {
+			t.Errorf("add partition %d: still expects %v", step.add, s.expect)
+		}
+	}
+}

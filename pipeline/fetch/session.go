@@ -135,9 +135,9 @@ func (s *fetchSession) add(w *fetchWant) {
 	first := len(s.waiting) == 0
 	s.waiting[w.tp] = append(s.waiting[w.tp], w)
 	delete(s.busy, w.tp)
-	wake := first || s.unexpect(w.tp)
+	last := s.unexpect(w.tp)
 	s.mu.Unlock()
-	if wake {
+	if first || last {
 		s.signal()
 	}
 }
