@@ -28,7 +28,8 @@ import (
 // process used per second; conns is every connection the member opened.
 // Run it with -benchtime=1x:
 //
-//	/work/it.sh go test -tags integration -run '^$' -bench IntegrationMember -benchtime=1x ./pipeline/fetch
+//	scripts/kafka-cluster.sh start
+//	go test -tags integration -run '^$' -bench IntegrationMember -benchtime=1x ./pipeline/fetch
 func BenchmarkIntegrationMember(b *testing.B) {
 	client := testkit.RequireCluster(b)
 	for _, n := range []int{12, 600} {
