@@ -62,9 +62,12 @@ type InputConfig struct {
 
 // FetchConfig tunes the partition readers.
 type FetchConfig struct {
-	MinBytes int           `yaml:"min_bytes"`
-	MaxBytes int           `yaml:"max_bytes"`
-	MaxWait  time.Duration `yaml:"max_wait"`
+	MinBytes int `yaml:"min_bytes"`
+	// MaxBytes caps a partition's part of a fetch, RequestMaxBytes the
+	// whole fetch to one broker (all of the member's partitions there).
+	MaxBytes        int           `yaml:"max_bytes"`
+	RequestMaxBytes int           `yaml:"request_max_bytes"`
+	MaxWait         time.Duration `yaml:"max_wait"`
 	// PreferredReplicaLease is how long a reader follows the replica the
 	// leader preferred before asking the leader again (KIP-392).
 	PreferredReplicaLease time.Duration `yaml:"preferred_replica_lease"`
@@ -164,6 +167,7 @@ func (c *Config) SetDefaults() {
 	}
 	confkey.Default(&k.Fetch.MinBytes, 1)
 	confkey.Default(&k.Fetch.MaxBytes, 1<<20)
+	confkey.Default(&k.Fetch.RequestMaxBytes, fetch.DefaultFetchRequestMaxBytes)
 	confkey.Default(&k.Fetch.MaxWait, 500*time.Millisecond)
 	confkey.Default(&k.Fetch.PreferredReplicaLease, 5*time.Minute)
 	confkey.Default(&k.Fetch.ReplicaBackoff, fetch.DefaultReplicaBackoff)

@@ -586,11 +586,27 @@ func TestGroupUntilNowEndsAfterAMemberLeft(t *testing.T) {
 	// them and its partitions move while they still read theirs.
 	ms, _ := runUntilNow(t, 1000, 4, map[string]int{"az-a": 1500, "az-c": 1500})
 	for _, m := range ms {
-		t.Logf("member %s: ended after %v in generation %v", m.zone, m.elapsed.Round(time.Millisecond), generation(m.job))
+		snap := m.job.FetchStats().Snapshot()
+		t.Logf("member %s: ended after %v in generation %v; %d seed connections, by broker %v", m.zone, m.elapsed.Round(time.Millisecond), generation(m.job), snap.SeedDials, brokerDials(snap))
 		if g := generation(m.job); g > 10 {
 			t.Errorf("member %s ended in generation %v: the group rebalanced over and over", m.zone, g)
 		}
+		// One control and one fetch-session connection per broker, kept
+		// across the generations: readers of a new generation dial nothing.
+		for id, n := range brokerDials(snap) {
+			if n > 2 {
+				t.Errorf("member %s opened %d connections to broker %d over %v generations; want at most 2, kept across generations", m.zone, n, id, generation(m.job))
+			}
+		}
 	}
+}
+
+func brokerDials(s fetch.Snapshot) map[int32]int64 {
+	out := map[int32]int64{}
+	for _, b := range s.Brokers {
+		out[b.ID] = b.Dials
+	}
+	return out
 }
 
 // rf2Replicas places 12 RF 2 partitions so the zones hold different replica

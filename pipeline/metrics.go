@@ -138,16 +138,31 @@ type fetchCollector struct {
 var fetchBytesDesc = prometheus.NewDesc("logstore_fetch_bytes_total",
 	"Bytes fetched, by the broker that served them; locality is same-rack or cross-rack.", []string{"broker", "broker_rack", "locality"}, nil)
 
-func (c *fetchCollector) Describe(ch chan<- *prometheus.Desc) { ch <- fetchBytesDesc }
+var fetchRequestsDesc = prometheus.NewDesc("logstore_fetch_requests_total",
+	"Fetch requests sent, by broker; one carries every partition the member reads there.", []string{"broker", "broker_rack"}, nil)
+
+var connectionsDesc = prometheus.NewDesc("logstore_broker_connections_total",
+	"Connections opened by the fetch client, by broker (seed: the configured addresses, to find the cluster).", []string{"broker"}, nil)
+
+func (c *fetchCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- fetchBytesDesc
+	ch <- fetchRequestsDesc
+	ch <- connectionsDesc
+}
 
 func (c *fetchCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, b := range c.f.Snapshot().Brokers {
+	snap := c.f.Snapshot()
+	for _, b := range snap.Brokers {
 		locality := "cross-rack"
 		if c.rack != "" && b.Rack == c.rack {
 			locality = "same-rack"
 		}
-		ch <- prometheus.MustNewConstMetric(fetchBytesDesc, prometheus.CounterValue, float64(b.Bytes), strconv.Itoa(int(b.ID)), b.Rack, locality)
+		id := strconv.Itoa(int(b.ID))
+		ch <- prometheus.MustNewConstMetric(fetchBytesDesc, prometheus.CounterValue, float64(b.Bytes), id, b.Rack, locality)
+		ch <- prometheus.MustNewConstMetric(fetchRequestsDesc, prometheus.CounterValue, float64(b.Fetches), id, b.Rack)
+		ch <- prometheus.MustNewConstMetric(connectionsDesc, prometheus.CounterValue, float64(b.Dials), id)
 	}
+	ch <- prometheus.MustNewConstMetric(connectionsDesc, prometheus.CounterValue, float64(snap.SeedDials), "seed")
 }
 
 // The worker's hooks; a nil *Metrics (workers built by tests) records nothing.

@@ -43,6 +43,7 @@ type Job struct {
 	log      *slog.Logger
 	stats    *Stats
 	fetch    *fetch.Stats
+	client   *fetch.Client // every reader's connections, across generations
 	metrics  *Metrics
 	sinks    []sink.Sink
 	dead     []deadLetterWriter
@@ -93,6 +94,13 @@ func NewJob(ctx context.Context, cfg *Config, deps Deps) (*Job, error) {
 	j.metrics.setRack(j.rack)
 	j.metrics.watch(j.stats, j.fetch, j.rack.Rack)
 	log.Info("rack", "rack", j.rack.Rack, "source", j.rack.Source, "candidates", j.rack.Candidates, "broker_racks", brokerRacks)
+	k := cfg.Kafka
+	j.client = fetch.NewClient(fetch.ClientConfig{
+		Brokers: k.Brokers, Dialer: conn.Dialer, Isolation: k.Isolation,
+		MinBytes: k.Fetch.MinBytes, MaxWait: k.Fetch.MaxWait, RequestMaxBytes: k.Fetch.RequestMaxBytes,
+		Stats: j.fetch, Log: log,
+	})
+	j.closers = append(j.closers, j.client.Close)
 	if cfg.Rack.Mode == rack.ModeBlind {
 		log.Info("rack-blind mode: no rack in fetches, every fetch from the leader; bytes are still counted by rack", "balancer", cfg.Rack.Balancer)
 	} else {
@@ -521,20 +529,15 @@ func (j *Job) newWorker(topic string, partition int, commit committer, target in
 	k := j.cfg.Kafka
 	log := j.log.With("topic", topic, "partition", partition)
 	reader := fetch.NewPartitionReader(fetch.ReaderConfig{
-		Brokers:           k.Brokers,
-		Dialer:            j.conn.Dialer,
+		Client:            j.client,
 		Topic:             topic,
 		Partition:         partition,
 		Rack:              j.rack.Rack,
 		LeaderOnly:        !j.follower,
-		Isolation:         k.Isolation,
-		MinBytes:          k.Fetch.MinBytes,
 		MaxBytes:          k.Fetch.MaxBytes,
-		MaxWait:           k.Fetch.MaxWait,
 		PreferredLease:    k.Fetch.PreferredReplicaLease,
 		ReplicaBackoff:    k.Fetch.ReplicaBackoff,
 		ReplicaBackoffMax: k.Fetch.ReplicaBackoffMax,
-		Stats:             j.fetch,
 		Log:               j.log, // the reader names its topic and partition
 	})
 	return &worker{

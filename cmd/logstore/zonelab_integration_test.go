@@ -25,7 +25,21 @@ type zoneLabResult struct {
 		LogstoreSame  int64  `json:"logstore_same"`
 		LogstoreCross int64  `json:"logstore_cross"`
 	} `json:"zones"`
-	Verify verified `json:"verify"`
+	Verify      verified `json:"verify"`
+	ExactlyOnce bool     `json:"exactly_once"`
+	// A --restart run: when every replica was in sync again (seconds into
+	// the run; null if never), the az-a worker's bytes per second by the
+	// kernel, what it took from other zones after that, and how long after
+	// it last took more than 10 KB/s from them.
+	ISRWholeAt *float64 `json:"isr_whole_at"`
+	PerSecond  []struct {
+		T               float64 `json:"t"`
+		Same            int64   `json:"same"`
+		Cross           int64   `json:"cross"`
+		UnderReplicated int     `json:"under_replicated"`
+	} `json:"az_a_per_second"`
+	CrossAfterWhole float64 `json:"az_a_cross_after_isr_whole"`
+	LocalAgainAfter float64 `json:"az_a_local_again_after_isr_s"`
 }
 
 // zoneLab runs scripts/zonelab.sh with args and fails the test on an error.
@@ -39,26 +53,22 @@ func zoneLab(t *testing.T, args ...string) {
 	}
 }
 
-// TestZoneLabOneMemberPerZoneStaysInZone runs the job as it runs across
-// three availability zones: each broker and each member in its own zone's
-// network namespace, RF 3, one member per zone. The kernel's iptables
-// counters, not logstore's own, must find at most 0.5 % of the bytes the
-// brokers sent to the members crossing zones, and pyarrow must find every
-// record exactly once.
-func TestZoneLabOneMemberPerZoneStaysInZone(t *testing.T) {
+// needZoneLab fails unless the test runs as root, and brings the lab up
+// unless someone already has it up (then it is used and left up).
+func needZoneLab(t *testing.T) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("the zone lab needs root for network namespaces and iptables (CI runs `make test` as root)")
 	}
-	// A lab someone already has up is used and left up; one this test
-	// brings up is torn down however the test ends.
 	if exec.Command("bash", filepath.Join("..", "..", "scripts", "zonelab.sh"), "status").Run() != nil {
 		t.Cleanup(func() { zoneLab(t, "down") })
 		zoneLab(t, "up")
 	}
-	dir := t.TempDir()
-	const records, perZone = 120_000, 4
-	zoneLab(t, "run", "--records", "120000", "--per-zone", "4", "--out", dir)
+}
 
+// readZoneLabResult reads DIR/result.json of a zonelab.sh run.
+func readZoneLabResult(t *testing.T, dir string) zoneLabResult {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(dir, "result.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +77,21 @@ func TestZoneLabOneMemberPerZoneStaysInZone(t *testing.T) {
 	if err := json.Unmarshal(raw, &r); err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+// TestZoneLabOneMemberPerZoneStaysInZone runs the job as it runs across
+// three availability zones: each broker and each member in its own zone's
+// network namespace, RF 3, one member per zone. The kernel's iptables
+// counters, not logstore's own, must find at most 0.5 % of the bytes the
+// brokers sent to the members crossing zones, and pyarrow must find every
+// record exactly once.
+func TestZoneLabOneMemberPerZoneStaysInZone(t *testing.T) {
+	needZoneLab(t)
+	dir := t.TempDir()
+	const records, perZone = 120_000, 4
+	zoneLab(t, "run", "--records", "120000", "--per-zone", "4", "--out", dir)
+	r := readZoneLabResult(t, dir)
 	total := r.KernelSame + r.KernelCross
 	if r.KernelCrossShare > 0.005 {
 		t.Errorf("the kernel counted %d of %d bytes (%.3f %%) crossing zones; want at most 0.5 %%", r.KernelCross, total, 100*r.KernelCrossShare)
@@ -95,5 +120,32 @@ func TestZoneLabOneMemberPerZoneStaysInZone(t *testing.T) {
 		if got := r.Verify.Partitions[p]; got != want {
 			t.Errorf("partition %s rows: got %+v, want %+v (count ≠ distinct means duplicates; a lower count, missing rows)", p, got, want)
 		}
+	}
+}
+
+// TestZoneLabBrokerRestartLocalAgain is a rolling upgrade in the zone lab,
+// default configuration: the three members stream while the az-a broker is
+// stopped for 10 s and started again. Within 5 s of every replica being in
+// sync again, the az-a worker must be reading in its own zone (no second
+// after that with more than 10 KB/s from other zones, by the kernel's
+// counters, sampled every second and logged), and pyarrow must find every
+// record exactly once.
+func TestZoneLabBrokerRestartLocalAgain(t *testing.T) {
+	needZoneLab(t)
+	dir := t.TempDir()
+	zoneLab(t, "run", "--restart", "--out", dir)
+	r := readZoneLabResult(t, dir)
+	for _, s := range r.PerSecond {
+		t.Logf("t=%5.1f s  az-a worker: same-zone %9d B/s  cross-zone %9d B/s  under-replicated %d", s.T, s.Same, s.Cross, s.UnderReplicated)
+	}
+	if r.ISRWholeAt == nil {
+		t.Fatal("the restarted broker never rejoined every ISR during the run")
+	}
+	if r.LocalAgainAfter > 5 {
+		t.Errorf("the az-a worker took more than 10 KB/s from other zones until %.1f s after every replica was in sync again (%.0f bytes in all); want local again within 5 s",
+			r.LocalAgainAfter, r.CrossAfterWhole)
+	}
+	if !r.ExactlyOnce {
+		t.Errorf("pyarrow did not find every record exactly once: %d rows of %d", r.Verify.Rows, r.Records)
 	}
 }

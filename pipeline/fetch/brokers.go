@@ -31,19 +31,40 @@ const (
 	listLatest   int64 = -1
 )
 
-// brokerPool is one partition reader's view of the cluster: broker addresses
-// and racks from metadata, and one connection per broker. Connections are not
-// shared between readers: a protocol.Conn carries one request at a time, and a
-// long-polling fetch for one partition must not hold up another partition's.
+// brokerPool is a Client's view of the cluster: broker addresses and racks
+// from metadata, and one control connection per broker for metadata,
+// ListOffsets and OffsetForLeaderEpoch, shared by every partition reader of
+// the Client and kept across group generations. A connection carries one
+// request at a time (brokerConn.mu); fetches, which wait up to MaxWait at the
+// broker, go over each fetch session's own connection instead, so a long
+// poll never holds up a control request.
 type brokerPool struct {
 	dialer *kafka.Dialer
 	seeds  []string
 	log    *slog.Logger
+	stats  *Stats // counts dials; nil counts nothing
 
 	mu     sync.Mutex
 	nodes  map[int32]brokerNode
 	conns  map[int32]*brokerConn
 	closed bool
+	// dials and lookups in progress, which other readers wait for instead
+	// of making their own: after a rebalance hundreds of readers ask at
+	// once.
+	dialing map[int32]*flight[*brokerConn]
+	looking map[string]*flight[metadataAnswer]
+}
+
+// flight is one dial or request that several readers wait for.
+type flight[T any] struct {
+	done chan struct{}
+	val  T
+	err  error
+}
+
+type metadataAnswer struct {
+	res     *metadata.Response
+	version int16
 }
 
 type brokerNode struct {
@@ -61,13 +82,19 @@ type partitionState struct {
 	Replicas    []int32
 }
 
-func newBrokerPool(dialer *kafka.Dialer, seeds []string, log *slog.Logger) *brokerPool {
+func newBrokerPool(dialer *kafka.Dialer, seeds []string, log *slog.Logger, stats *Stats) *brokerPool {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	return &brokerPool{
-		dialer: dialer,
-		seeds:  seeds,
-		log:    log,
-		nodes:  make(map[int32]brokerNode),
-		conns:  make(map[int32]*brokerConn),
+		dialer:  dialer,
+		seeds:   seeds,
+		log:     log,
+		stats:   stats,
+		nodes:   make(map[int32]brokerNode),
+		conns:   make(map[int32]*brokerConn),
+		dialing: make(map[int32]*flight[*brokerConn]),
+		looking: make(map[string]*flight[metadataAnswer]),
 	}
 }
 
@@ -81,7 +108,8 @@ func (p *brokerPool) node(id int32) (brokerNode, bool) {
 	return n, ok
 }
 
-// conn returns the open connection to broker id, dialling it if needed.
+// conn returns the open control connection to broker id, dialling it if
+// needed; readers asking while it is dialled wait for that dial.
 func (p *brokerPool) conn(ctx context.Context, id int32) (*brokerConn, error) {
 	p.mu.Lock()
 	if p.closed {
@@ -90,34 +118,72 @@ func (p *brokerPool) conn(ctx context.Context, id int32) (*brokerConn, error) {
 	}
 	if c := p.conns[id]; c != nil {
 		p.mu.Unlock()
-		err := c.reauthenticateIfDue(ctx)
-		if err == nil {
-			return c, nil
-		}
-		if p.log != nil {
-			p.log.Warn("SASL re-authentication failed; dialling again", "broker", id, "err", err)
-		}
-		p.drop(id, c)
-		p.mu.Lock()
+		return c, nil
 	}
-	n, ok := p.nodes[id]
+	if f := p.dialing[id]; f != nil {
+		p.mu.Unlock()
+		select {
+		case <-f.done:
+			return f.val, f.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	f := &flight[*brokerConn]{done: make(chan struct{})}
+	p.dialing[id] = f
 	p.mu.Unlock()
+
+	c, err := p.dialNode(ctx, id)
+	p.mu.Lock()
+	delete(p.dialing, id)
+	if err == nil && p.closed {
+		c.close()
+		c, err = nil, errPoolClosed
+	}
+	if err == nil {
+		p.conns[id] = c
+	}
+	p.mu.Unlock()
+	f.val, f.err = c, err
+	close(f.done)
+	return c, err
+}
+
+// dialNode opens a new connection to broker id, at the address the last
+// metadata gave, and counts it.
+func (p *brokerPool) dialNode(ctx context.Context, id int32) (*brokerConn, error) {
+	n, ok := p.node(id)
 	if !ok {
 		return nil, fmt.Errorf("broker %d is not in the cluster metadata", id)
 	}
-
+	p.stats.dialled(id, n.Rack)
 	c, err := dialBroker(ctx, p.dialer, n.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("broker %d (%s): %w", id, n.Addr, err)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		c.close()
-		return nil, errPoolClosed
-	}
-	p.conns[id] = c
 	return c, nil
+}
+
+// call sends req to broker id over its control connection. A failure on a
+// connection the pool had kept, that can only mean the connection outlived
+// its broker process (staleConn), or that its SASL session could not be
+// renewed, dials once more and sends again before it counts as the broker's.
+func (p *brokerPool) call(ctx context.Context, id int32, req protocol.Message) (protocol.Message, int16, error) {
+	for attempt := 0; ; attempt++ {
+		c, err := p.conn(ctx, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		msg, reused, err := c.request(ctx, req)
+		if err == nil {
+			return msg, c.versions[req.ApiKey()], nil
+		}
+		p.drop(id, c)
+		if attempt > 0 || ctx.Err() != nil || !staleConn(reused, err) {
+			return nil, 0, err
+		}
+		p.log.Info("pooled connection is stale (the broker restarted?); dialling again", "broker", id, "err", err)
+	}
 }
 
 // drop closes the connection to broker id after an I/O error: its stream is
@@ -152,7 +218,7 @@ func (p *brokerPool) close() {
 // leader. It tries the brokers it knows, then the seed brokers, so it finds
 // the cluster again after the broker it last talked to has gone.
 func (p *brokerPool) partition(ctx context.Context, topic string, partition int) (partitionState, error) {
-	res, version, err := p.metadata(ctx, topic)
+	res, version, err := p.sharedMetadata(ctx, topic)
 	if err != nil {
 		return partitionState{}, err
 	}
@@ -184,6 +250,39 @@ func (p *brokerPool) partition(ctx context.Context, topic string, partition int)
 	return partitionState{}, fmt.Errorf("metadata has no topic %q: %w", topic, kafka.UnknownTopicOrPartition)
 }
 
+// sharedMetadata is metadata, with readers that ask for the same topic
+// while a request is out waiting for its answer: it is as fresh as one of
+// their own.
+func (p *brokerPool) sharedMetadata(ctx context.Context, topic string) (*metadata.Response, int16, error) {
+	p.mu.Lock()
+	if f := p.looking[topic]; f != nil {
+		p.mu.Unlock()
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		}
+		if f.err == nil || !isContextErr(f.err) {
+			return f.val.res, f.val.version, f.err
+		}
+		// The reader that asked was stopped; ask anew.
+		return p.metadata(ctx, topic)
+	}
+	f := &flight[metadataAnswer]{done: make(chan struct{})}
+	p.looking[topic] = f
+	p.mu.Unlock()
+	f.val.res, f.val.version, f.err = p.metadata(ctx, topic)
+	p.mu.Lock()
+	delete(p.looking, topic)
+	p.mu.Unlock()
+	close(f.done)
+	return f.val.res, f.val.version, f.err
+}
+
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
 // metadata returns the answer and the Metadata version it came in.
 func (p *brokerPool) metadata(ctx context.Context, topic string) (*metadata.Response, int16, error) {
 	if p.isClosed() {
@@ -199,15 +298,11 @@ func (p *brokerPool) metadata(ctx context.Context, topic string) (*metadata.Resp
 	}
 	p.mu.Unlock()
 	for _, id := range ids {
-		c, err := p.conn(ctx, id)
+		msg, version, err := p.call(ctx, id, req)
 		if err == nil {
-			var msg protocol.Message
-			if msg, err = c.roundTrip(ctx, req); err == nil {
-				res := msg.(*metadata.Response)
-				p.learn(res)
-				return res, c.versions[protocol.Metadata], nil
-			}
-			p.drop(id, c)
+			res := msg.(*metadata.Response)
+			p.learn(res)
+			return res, version, nil
 		}
 		if ctx.Err() != nil || errors.Is(err, errPoolClosed) {
 			return nil, 0, err
@@ -216,6 +311,7 @@ func (p *brokerPool) metadata(ctx context.Context, topic string) (*metadata.Resp
 	}
 
 	for _, addr := range p.seeds {
+		p.stats.dialledSeed()
 		c, err := dialBroker(ctx, p.dialer, addr)
 		if err == nil {
 			var msg protocol.Message
@@ -268,11 +364,7 @@ func (p *brokerPool) learn(res *metadata.Response) {
 // Unix-millisecond timestamp or listEarliest/listLatest; under read_committed
 // listLatest answers the last stable offset.
 func (p *brokerPool) listOffset(ctx context.Context, st partitionState, topic string, partition int, ts int64, isolation int8) (int64, error) {
-	c, err := p.conn(ctx, st.Leader)
-	if err != nil {
-		return 0, err
-	}
-	msg, err := c.roundTrip(ctx, &listoffsets.Request{
+	msg, _, err := p.call(ctx, st.Leader, &listoffsets.Request{
 		ReplicaID:      -1,
 		IsolationLevel: isolation,
 		Topics: []listoffsets.RequestTopic{{
@@ -285,7 +377,6 @@ func (p *brokerPool) listOffset(ctx context.Context, st partitionState, topic st
 		}},
 	})
 	if err != nil {
-		p.drop(st.Leader, c)
 		return 0, err
 	}
 	for _, t := range msg.(*listoffsets.Response).Topics {
@@ -308,6 +399,8 @@ func (p *brokerPool) listOffset(ctx context.Context, st partitionState, topic st
 // whose socket cannot carry protocol-package requests, and kafka-go's
 // Transport always routes a Fetch to the leader.
 type brokerConn struct {
+	// mu makes one request at a time: a protocol.Conn is a single stream.
+	mu       sync.Mutex
 	addr     string
 	pc       *protocol.Conn
 	clientID string
@@ -455,7 +548,35 @@ func (c *brokerConn) authenticate(ctx context.Context, mech sasl.Mechanism) erro
 	return nil
 }
 
-// roundTrip sends req and decodes the answer. Any error leaves the connection
+// request sends req and decodes the answer, renewing the SASL session first
+// when it is due (KIP-368 allows that only between requests, hence under
+// mu). reused says whether the connection had carried a request before, for
+// staleConn. Any error leaves the connection unusable; the caller drops it.
+func (c *brokerConn) request(ctx context.Context, req protocol.Message) (msg protocol.Message, reused bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	reused = c.reused
+	if err := c.reauthenticateIfDue(ctx); err != nil {
+		return nil, reused, err
+	}
+	msg, err = c.roundTrip(ctx, req)
+	return msg, reused, err
+}
+
+// fetch is request for a Fetch, whose raw answer the caller parses.
+func (c *brokerConn) fetch(ctx context.Context, req protocol.Message) (version int16, body []byte, reused bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	reused = c.reused
+	if err := c.reauthenticateIfDue(ctx); err != nil {
+		return 0, nil, reused, err
+	}
+	version, body, err = c.exchange(ctx, req)
+	return version, body, reused, err
+}
+
+// roundTrip sends req and decodes the answer, on a connection the caller
+// holds alone (under mu, or not yet shared). Any error leaves the connection
 // unusable; the caller drops it.
 func (c *brokerConn) roundTrip(ctx context.Context, req protocol.Message) (protocol.Message, error) {
 	var res protocol.Message

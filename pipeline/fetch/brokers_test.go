@@ -52,7 +52,7 @@ func TestBrokerPoolUsesDialerSettings(t *testing.T) {
 		},
 	}
 	dead := deadAddr(t)
-	pool := newBrokerPool(d, []string{dead, "kafka.invalid:" + port}, nil)
+	pool := newBrokerPool(d, []string{dead, "kafka.invalid:" + port}, nil, nil)
 	defer pool.close()
 
 	ctx := context.Background()
@@ -91,7 +91,7 @@ func deadAddr(t *testing.T) string {
 
 func TestBrokerPoolForgetsBrokersThatLeft(t *testing.T) {
 	c := newFake(t, kfake.NumBrokers(3), kfake.SeedTopics(1, testTopic))
-	pool := newBrokerPool(kafka.DefaultDialer, c.ListenAddrs(), nil)
+	pool := newBrokerPool(kafka.DefaultDialer, c.ListenAddrs(), nil, nil)
 	defer pool.close()
 	ctx := context.Background()
 	if _, err := pool.partition(ctx, testTopic, 0); err != nil {

@@ -17,6 +17,7 @@ type Stats struct {
 	sameRack    atomic.Int64
 	crossRack   atomic.Int64
 	truncations atomic.Int64
+	seedDials   atomic.Int64
 
 	mu      sync.RWMutex
 	brokers map[int32]*brokerFetchCounters
@@ -26,6 +27,7 @@ type brokerFetchCounters struct {
 	rack    atomic.Value // string
 	bytes   atomic.Int64
 	fetches atomic.Int64
+	dials   atomic.Int64
 }
 
 // Snapshot is a point-in-time copy of Stats.
@@ -34,16 +36,24 @@ type Snapshot struct {
 	CrossRackBytes int64
 	// Truncations counts logs found truncated under a reader (KIP-320).
 	Truncations int64
+	// SeedDials counts connections to the seed addresses, made to find
+	// the cluster (Brokers counts those to brokers by id).
+	SeedDials int64
 	// Brokers is ordered by broker id.
 	Brokers []BrokerStats
 }
 
 // BrokerStats is what was fetched from one broker.
 type BrokerStats struct {
-	ID      int32
-	Rack    string
-	Bytes   int64
+	ID    int32
+	Rack  string
+	Bytes int64
+	// Fetches counts Fetch requests answered; one carries every partition
+	// the member reads from the broker (see Client).
 	Fetches int64
+	// Dials counts connections opened to the broker: control and fetch
+	// session connections, first dials and redials.
+	Dials int64
 }
 
 // add counts one Fetch response of n bytes from broker id.
@@ -57,24 +67,48 @@ func (s *Stats) add(id int32, brokerRack, readerRack string, n int) {
 		s.crossRack.Add(int64(n))
 	}
 
-	s.mu.RLock()
-	c := s.brokers[id]
-	s.mu.RUnlock()
-	if c == nil {
-		s.mu.Lock()
-		if s.brokers == nil {
-			s.brokers = make(map[int32]*brokerFetchCounters)
-		}
-		if c = s.brokers[id]; c == nil {
-			c = new(brokerFetchCounters)
-			s.brokers[id] = c
-		}
-		s.mu.Unlock()
-	}
+	c := s.broker(id)
 	// The rack is the broker's latest: a broker may restart in another.
 	c.rack.Store(brokerRack)
 	c.bytes.Add(int64(n))
 	c.fetches.Add(1)
+}
+
+// broker returns broker id's counters, adding them on first use.
+func (s *Stats) broker(id int32) *brokerFetchCounters {
+	s.mu.RLock()
+	c := s.brokers[id]
+	s.mu.RUnlock()
+	if c != nil {
+		return c
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.brokers == nil {
+		s.brokers = make(map[int32]*brokerFetchCounters)
+	}
+	if c = s.brokers[id]; c == nil {
+		c = new(brokerFetchCounters)
+		s.brokers[id] = c
+	}
+	return c
+}
+
+// dialled counts one connection opened to broker id.
+func (s *Stats) dialled(id int32, rack string) {
+	if s == nil {
+		return
+	}
+	c := s.broker(id)
+	c.rack.Store(rack)
+	c.dials.Add(1)
+}
+
+// dialledSeed counts one connection opened to a seed address.
+func (s *Stats) dialledSeed() {
+	if s != nil {
+		s.seedDials.Add(1)
+	}
 }
 
 // Snapshot copies the counters.
@@ -86,6 +120,7 @@ func (s *Stats) Snapshot() Snapshot {
 		SameRackBytes:  s.sameRack.Load(),
 		CrossRackBytes: s.crossRack.Load(),
 		Truncations:    s.truncations.Load(),
+		SeedDials:      s.seedDials.Load(),
 	}
 	s.mu.RLock()
 	for id, c := range s.brokers {
@@ -95,6 +130,7 @@ func (s *Stats) Snapshot() Snapshot {
 			Rack:    rack,
 			Bytes:   c.bytes.Load(),
 			Fetches: c.fetches.Load(),
+			Dials:   c.dials.Load(),
 		})
 	}
 	s.mu.RUnlock()

@@ -10,11 +10,11 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol"
-	"github.com/segmentio/kafka-go/protocol/fetch"
 
 	"github.com/logstore/logstore/internal/clock"
 	"github.com/logstore/logstore/pipeline/record"
@@ -62,6 +62,13 @@ const (
 
 // ReaderConfig configures a PartitionReader.
 type ReaderConfig struct {
+	// Client, if set, is the member's connection layer the reader shares
+	// with its other readers (one fetch per broker for all of them); its
+	// ClientConfig then supplies Brokers, Dialer, Isolation, MinBytes,
+	// MaxWait and Stats, and those fields below are not used. Without a
+	// Client the reader makes its own from them and closes it on Close.
+	Client *Client
+
 	// Brokers are the seed addresses, host:port.
 	Brokers []string
 	// Dialer carries the connection settings: ClientID, Timeout, DialFunc,
@@ -85,8 +92,8 @@ type ReaderConfig struct {
 	// MaxWait has passed. Defaults 1 byte and 500ms.
 	MinBytes int
 	MaxWait  time.Duration
-	// MaxBytes is the most a fetch returns (the broker still returns a
-	// first batch larger than this). Default 8 MiB.
+	// MaxBytes is the most a fetch returns for the partition (the broker
+	// still returns a first batch larger than this). Default 8 MiB.
 	MaxBytes int
 
 	// PreferredLease is how long the reader follows a preferred read
@@ -137,17 +144,24 @@ func (e *OffsetOutOfRangeError) Unwrap() error { return kafka.OffsetOutOfRange }
 // to the leader when that replica fails. A PartitionReader is not safe for
 // concurrent use, except Close, which aborts a Fetch in flight.
 //
-// Every fetch is a full one-partition request (no KIP-227 fetch session).
-// The leader epoch sent is the one Metadata v7+ reports, so brokers fence a
+// The reader's fetches go through its Client, which sends one Fetch per
+// broker for every reader waiting on that broker, in a fetch session
+// (KIP-227). The leader epoch sent is the one Metadata v7+ reports, so brokers fence a
 // reader with stale metadata. After the leadership moves, the reader asks
 // the new leader where the epoch of its last record ends (OffsetForLeaderEpoch,
 // KIP-320), so a log truncated by an unclean election is reported even when
 // the offset is still inside the new log. Records are decoded by kafka-go's protocol
 // package, which registers the gzip, snappy, lz4 and zstd codecs.
 type PartitionReader struct {
-	cfg  ReaderConfig
-	pool *brokerPool
-	log  *slog.Logger
+	cfg    ReaderConfig
+	client *Client
+	owned  bool // the client is the reader's own, closed with it
+	pool   *brokerPool
+	stats  *Stats
+	log    *slog.Logger
+	// closing is closed by Close, which ends a Fetch in flight.
+	closing   chan struct{}
+	closeOnce sync.Once
 
 	isolation int8
 	cfgErr    error // a bad ReaderConfig, returned by every call
@@ -183,17 +197,8 @@ type PartitionReader struct {
 // NewPartitionReader returns a reader positioned at kafka.FirstOffset. It
 // connects on the first call that needs a broker.
 func NewPartitionReader(cfg ReaderConfig) *PartitionReader {
-	if cfg.Dialer == nil {
-		cfg.Dialer = kafka.DefaultDialer
-	}
-	if cfg.MinBytes <= 0 {
-		cfg.MinBytes = 1
-	}
 	if cfg.MaxBytes <= 0 {
 		cfg.MaxBytes = DefaultFetchMaxBytes
-	}
-	if cfg.MaxWait <= 0 {
-		cfg.MaxWait = DefaultFetchMaxWait
 	}
 	if cfg.PreferredLease <= 0 {
 		cfg.PreferredLease = DefaultPreferredLease
@@ -208,14 +213,25 @@ func NewPartitionReader(cfg ReaderConfig) *PartitionReader {
 	if log == nil {
 		log = slog.Default()
 	}
+	client, owned := cfg.Client, false
+	if client == nil {
+		client, owned = NewClient(ClientConfig{
+			Brokers: cfg.Brokers, Dialer: cfg.Dialer, Isolation: cfg.Isolation,
+			MinBytes: cfg.MinBytes, MaxWait: cfg.MaxWait, RequestMaxBytes: cfg.MaxBytes,
+			Stats: cfg.Stats, Log: log,
+		}), true
+	}
 	log = log.With("topic", cfg.Topic, "partition", cfg.Partition)
-	iso, err := isolationLevel(cfg.Isolation)
 	return &PartitionReader{
 		cfg:       cfg,
-		pool:      newBrokerPool(cfg.Dialer, cfg.Brokers, log),
+		client:    client,
+		owned:     owned,
+		pool:      client.pool,
+		stats:     client.cfg.Stats,
 		log:       log,
-		isolation: iso,
-		cfgErr:    err,
+		closing:   make(chan struct{}),
+		isolation: client.isolation,
+		cfgErr:    client.cfgErr,
 		offset:    kafka.FirstOffset,
 		lastEpoch: -1,
 		replica:   -1,
@@ -233,11 +249,24 @@ func (r *PartitionReader) SetOffset(offset int64) {
 // Offset is the offset of the next record Fetch returns.
 func (r *PartitionReader) Offset() int64 { return r.offset }
 
-// Close closes the reader's connections. It may be called while a Fetch is
-// in flight, which then fails.
+// Close stops the reader (and closes its Client if it made its own). It may
+// be called while a Fetch is in flight, which then fails.
 func (r *PartitionReader) Close() error {
-	r.pool.close()
+	r.closeOnce.Do(func() { close(r.closing) })
+	if r.owned {
+		return r.client.Close()
+	}
 	return nil
+}
+
+// isClosed says whether the reader or its Client was closed.
+func (r *PartitionReader) isClosed() bool {
+	select {
+	case <-r.closing:
+		return true
+	default:
+		return r.client.closed()
+	}
 }
 
 // Watermarks returns the partition's log start offset and high watermark
@@ -492,7 +521,7 @@ func (r *PartitionReader) fallBack(replica int32, why error) {
 // retryOrGiveUp waits before the next attempt, or returns err once errors
 // have lasted retryBudget.
 func (r *PartitionReader) retryOrGiveUp(ctx context.Context, what string, err error) error {
-	if r.pool.isClosed() {
+	if r.isClosed() {
 		return errPoolClosed
 	}
 	now := time.Now()
@@ -550,71 +579,13 @@ func (r *PartitionReader) confirmOutOfRange(ctx context.Context) error {
 	}
 }
 
-// fetchFrom sends one Fetch for the reader's partition to broker.
+// fetchFrom waits for the reader's partition's part of the next Fetch the
+// Client sends to broker with rack.
 func (r *PartitionReader) fetchFrom(ctx context.Context, broker int32, rack string) (*fetchedPartition, error) {
-	c, err := r.pool.conn(ctx, broker)
-	if err != nil {
-		return nil, err
-	}
-	version := c.versions[protocol.Fetch]
-	if version < 4 {
-		return nil, fmt.Errorf("%w: broker %d speaks Fetch up to v%d; logstore needs v4 (Kafka 0.11) or later", errBadResponse, broker, version)
-	}
-	if version < 11 && r.cfg.Rack != "" && !r.warnedOld {
-		r.warnedOld = true
-		r.log.Warn("broker speaks Fetch below v11 (Kafka 2.4): no fetching from follower replicas", "broker", broker, "fetch_version", version)
-	}
-	req := &fetch.Request{
-		ReplicaID:      -1,
-		MaxWaitTime:    int32(r.cfg.MaxWait.Milliseconds()),
-		MinBytes:       int32(r.cfg.MinBytes),
-		MaxBytes:       int32(r.cfg.MaxBytes),
-		IsolationLevel: r.isolation,
-		SessionID:      0,
-		SessionEpoch:   -1, // no fetch session: every request is a full one
-		Topics: []fetch.RequestTopic{{
-			Topic: r.cfg.Topic,
-			Partitions: []fetch.RequestPartition{{
-				Partition:          int32(r.cfg.Partition),
-				CurrentLeaderEpoch: r.part.LeaderEpoch,
-				FetchOffset:        r.offset,
-				LogStartOffset:     -1,
-				PartitionMaxBytes:  int32(r.cfg.MaxBytes),
-			}},
-		}},
-		RackID: rack,
-	}
-
-	rctx, cancel := context.WithTimeout(ctx, r.cfg.MaxWait+requestTimeout)
-	defer cancel()
-	reused := c.reused
-	version, body, err := c.exchange(rctx, req)
-	if err != nil {
-		r.pool.drop(broker, c)
-		if ctx.Err() != nil || !staleConn(reused, err) {
-			return nil, err
-		}
-		r.log.Info("pooled connection is stale (the broker restarted?); dialling again", "broker", broker, "err", err)
-		if c, err = r.pool.conn(ctx, broker); err != nil {
-			return nil, err
-		}
-		if version, body, err = c.exchange(rctx, req); err != nil {
-			r.pool.drop(broker, c)
-			return nil, err
-		}
-	}
-	n, _ := r.pool.node(broker)
-	r.cfg.Stats.add(broker, n.Rack, r.cfg.Rack, len(body)+8)
-
-	res, err := parseFetchResponse(version, body, r.cfg.Topic, int32(r.cfg.Partition))
-	if err != nil {
-		r.pool.drop(broker, c)
-		return nil, fmt.Errorf("%w from broker %d: %v", errBadResponse, broker, err)
-	}
-	return res, nil
+	tp := topicPartition{r.cfg.Topic, int32(r.cfg.Partition)}
+	w := newFetchWant(tp, r.offset, r.part.LeaderEpoch, r.cfg.MaxBytes, r.cfg.Rack)
+	return r.client.fetch(ctx, r.closing, broker, rack, w)
 }
-
-var errBadResponse = errors.New("malformed fetch response")
 
 // records decodes the partition's record batches: it drops records before
 // the reader's offset, control batches and, under read_committed, aborted
@@ -862,24 +833,34 @@ type fetchedPartition struct {
 
 type abortedTxn struct{ producerID, firstOffset int64 }
 
-// parseFetchResponse reads a Fetch response body (v4 to v11) and returns the
-// named partition. kafka-go's fetch.Response would decode it too, but it
-// drops each batch's last offset delta, without which a reader cannot step
-// over a batch whose tail was compacted away.
-func parseFetchResponse(version int16, body []byte, topic string, partition int32) (*fetchedPartition, error) {
+// fetchResponse is a Fetch response: its top-level error (fetch sessions,
+// v7+), the session id, and every partition in it.
+type fetchResponse struct {
+	errorCode int16
+	sessionID int32
+	parts     map[topicPartition]*fetchedPartition
+}
+
+// parseFetchResponseAll reads a Fetch response body (v4 to v11). kafka-go's
+// fetch.Response would decode it too, but it drops each batch's last offset
+// delta, without which a reader cannot step over a batch whose tail was
+// compacted away.
+func parseFetchResponseAll(version int16, body []byte) (*fetchResponse, error) {
 	w := wire{b: body}
+	res := &fetchResponse{}
 	w.int32() // throttle time
 	if version >= 7 {
-		if code := w.int16(); code != 0 {
-			return &fetchedPartition{errorCode: code, preferred: -1}, nil
+		if res.errorCode = w.int16(); res.errorCode != 0 {
+			return res, w.err
 		}
-		w.int32() // session id
+		res.sessionID = w.int32()
 	}
-	var found *fetchedPartition
-	for range w.count() {
+	n := w.count()
+	res.parts = make(map[topicPartition]*fetchedPartition, n)
+	for range n {
 		name := w.string()
 		for range w.count() {
-			p := fetchedPartition{preferred: -1, lastStable: -1, logStart: -1}
+			p := &fetchedPartition{preferred: -1, lastStable: -1, logStart: -1}
 			id := w.int32()
 			p.errorCode = w.int16()
 			p.highWatermark = w.int64()
@@ -900,18 +881,33 @@ func parseFetchResponse(version int16, body []byte, topic string, partition int3
 			if w.err != nil {
 				return nil, w.err
 			}
-			if name == topic && id == partition && found == nil {
-				found = &p
+			tp := topicPartition{name, id}
+			if res.parts[tp] == nil {
+				res.parts[tp] = p
 			}
 		}
 	}
 	if w.err != nil {
 		return nil, w.err
 	}
-	if found == nil {
+	return res, nil
+}
+
+// parseFetchResponse reads a Fetch response body and returns the named
+// partition; a top-level error comes back as the partition's.
+func parseFetchResponse(version int16, body []byte, topic string, partition int32) (*fetchedPartition, error) {
+	res, err := parseFetchResponseAll(version, body)
+	if err != nil {
+		return nil, err
+	}
+	if res.errorCode != 0 {
+		return &fetchedPartition{errorCode: res.errorCode, preferred: -1}, nil
+	}
+	p := res.parts[topicPartition{topic, partition}]
+	if p == nil {
 		return nil, fmt.Errorf("no data for %s/%d in the response", topic, partition)
 	}
-	return found, nil
+	return p, nil
 }
 
 // batchHeader is what the reader needs from a record batch's header.

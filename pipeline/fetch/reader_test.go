@@ -316,15 +316,25 @@ func TestReaderWatermarksAndOffsetForTime(t *testing.T) {
 // fetchSpy records which broker got each Fetch, with which rack, and lets a
 // test answer instead of the broker.
 type fetchSpy struct {
-	c      *kfake.Cluster
-	mu     sync.Mutex
-	seen   []spiedFetch
-	answer func(node int32, req *kmsg.FetchRequest) (kmsg.Response, error, bool)
+	c        *kfake.Cluster
+	mu       sync.Mutex
+	seen     []spiedFetch
+	sessions []spiedSession
+	answer   func(node int32, req *kmsg.FetchRequest) (kmsg.Response, error, bool)
 }
 
 type spiedFetch struct {
 	node int32
 	rack string
+}
+
+// spiedSession is a Fetch's session fields (KIP-227): id, epoch, the
+// partitions of testTopic it names and those it forgets.
+type spiedSession struct {
+	node             int32
+	id, epoch        int32
+	parts, forgotten int
+	named, forgot    []int32
 }
 
 func spyFetches(c *kfake.Cluster) *fetchSpy {
@@ -334,7 +344,19 @@ func spyFetches(c *kfake.Cluster) *fetchSpy {
 		req := kreq.(*kmsg.FetchRequest)
 		node := c.CurrentNode()
 		s.mu.Lock()
+		sess := spiedSession{node: node, id: req.SessionID, epoch: req.SessionEpoch}
+		for _, t := range req.Topics {
+			sess.parts += len(t.Partitions)
+			for _, p := range t.Partitions {
+				sess.named = append(sess.named, p.Partition)
+			}
+		}
+		for _, t := range req.ForgottenTopics {
+			sess.forgotten += len(t.Partitions)
+			sess.forgot = append(sess.forgot, t.Partitions...)
+		}
 		s.seen = append(s.seen, spiedFetch{node, req.Rack})
+		s.sessions = append(s.sessions, sess)
 		answer := s.answer
 		s.mu.Unlock()
 		if answer != nil {
@@ -357,9 +379,15 @@ func (s *fetchSpy) fetches() []spiedFetch {
 	return append([]spiedFetch(nil), s.seen...)
 }
 
+func (s *fetchSpy) fetchSessions() []spiedSession {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]spiedSession(nil), s.sessions...)
+}
+
 func (s *fetchSpy) reset() {
 	s.mu.Lock()
-	s.seen = nil
+	s.seen, s.sessions = nil, nil
 	s.mu.Unlock()
 }
 

@@ -61,17 +61,16 @@ func (p *brokerPool) epochEnd(ctx context.Context, st partitionState, topic stri
 	if err != nil {
 		return 0, err
 	}
-	if v := c.versions[protocol.OffsetForLeaderEpoch]; v < 2 {
+	if c.versions[protocol.OffsetForLeaderEpoch] < 2 {
 		return -1, nil // a broker before Kafka 2.1: no check, as before KIP-320
 	}
-	msg, err := c.roundTrip(ctx, &epochEndRequest{
+	msg, _, err := p.call(ctx, st.Leader, &epochEndRequest{
 		ReplicaID: -1,
 		Topics: []epochEndReqTopic{{Topic: topic, Partitions: []epochEndReqPartition{{
 			Partition: int32(partition), CurrentLeaderEpoch: st.LeaderEpoch, LeaderEpoch: epoch,
 		}}}},
 	})
 	if err != nil {
-		p.drop(st.Leader, c)
 		return 0, err
 	}
 	for _, t := range msg.(*epochEndResponse).Topics {
@@ -104,7 +103,7 @@ func (r *PartitionReader) checkTruncation(ctx context.Context) error {
 	if end < 0 || end >= r.offset {
 		return nil
 	}
-	r.cfg.Stats.truncated()
+	r.stats.truncated()
 	r.log.Warn("log truncated: the partition's new leader does not hold records this reader read (an unclean leader election)",
 		slog.Int64("offset", r.offset), slog.Int64("diverged_at", end), slog.Int("last_epoch", int(r.lastEpoch)), slog.Int("leader_epoch", int(r.part.LeaderEpoch)))
 	start, high, err := r.Watermarks(ctx)
