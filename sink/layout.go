@@ -60,40 +60,58 @@ func newLayout(by []PartitionColumn, s *Schema) (*Layout, error) {
 
 // Folder is the row's folder path, e.g. "dt=2026-11-29/hour=07"; empty
 // without partition columns.
-func (l *Layout) Folder(r Row) string {
-	if len(l.levels) == 0 {
-		return ""
-	}
-	var b strings.Builder
+func (l *Layout) Folder(r Row) string { return string(l.AppendFolder(nil, r)) }
+
+// AppendFolder appends the row's folder path to dst: Folder without an
+// allocation once dst has room, for the per-row lookup of a row's file.
+func (l *Layout) AppendFolder(dst []byte, r Row) []byte {
 	for i, lv := range l.levels {
 		if i > 0 {
-			b.WriteByte('/')
+			dst = append(dst, '/')
 		}
-		b.WriteString(lv.name)
-		b.WriteByte('=')
-		b.WriteString(escapeFolderValue(lv.value(r[lv.col])))
+		dst = append(dst, lv.name...)
+		dst = append(dst, '=')
+		start := len(dst)
+		dst = lv.appendValue(dst, r[lv.col])
+		dst = appendFolderEscaped(dst, start)
 	}
-	return b.String()
+	return dst
 }
 
-func (lv layoutLevel) value(v any) string {
+func (lv layoutLevel) appendValue(dst []byte, v any) []byte {
 	switch x := v.(type) {
 	case nil:
-		return ""
+		return dst
 	case time.Time:
-		return x.UTC().Format(lv.format)
+		return x.UTC().AppendFormat(dst, lv.format)
 	case string:
-		return x
+		return append(dst, x...)
 	case int32:
-		return strconv.FormatInt(int64(x), 10)
+		return strconv.AppendInt(dst, int64(x), 10)
 	case int64:
-		return strconv.FormatInt(x, 10)
+		return strconv.AppendInt(dst, x, 10)
 	case bool:
-		return strconv.FormatBool(x)
+		return strconv.AppendBool(dst, x)
 	}
 	// A value of the wrong Go type fails in the Parquet writer, which names
 	// the column; here it only must not panic.
-	return fmt.Sprint(v)
+	return fmt.Append(dst, v)
+}
+
+// appendFolderEscaped escapes the folder value dst[start:] in place (see
+// escapeFolderValue).
+func appendFolderEscaped(dst []byte, start int) []byte {
+	v := dst[start:]
+	if len(v) == 0 {
+		return append(dst, HiveDefaultPartition...)
+	}
+	for _, c := range v {
+		if !folderSafe(c) {
+			esc := escapeFolderValue(string(v))
+			return append(dst[:start], esc...)
+		}
+	}
+	return dst
 }
 
 // escapeFolderValue keeps letters, digits, '-', '_' and '.', and writes
