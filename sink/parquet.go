@@ -177,7 +177,11 @@ type ParquetWriter struct {
 	pendingBytes  int   // about what the pending values hold
 	chunkBytes    int   // write the pending rows once they hold this much
 	mark          []int // per leaf column, len(pending) before the row being added
-	keys          []string
+	// dictBytes is, per dictionary-encoded leaf column, the bytes of the
+	// values written since its last page; -1 for the other leaves.
+	dictBytes    []int
+	dictMaxBytes int
+	keys         []string
 }
 
 // writeChunkRows is at most how many rows go to parquet-go's column
@@ -213,11 +217,26 @@ func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig, pages parque
 	}
 	w := parquet.NewWriter(out, opts...)
 	leaves := len(w.ColumnWriters())
-	return &ParquetWriter{
+	pw := &ParquetWriter{
 		w: w, cols: cols, rowGroupBytes: cfg.RowGroupBytes, rowGroupRows: max(cfg.RowGroupRows, 1),
 		pending: make([][]parquet.Value, leaves), mark: make([]int, leaves),
 		chunkBytes: int(max(min(int64(cfg.PageBytes)/4, cfg.RowGroupBytes/16), 1)),
-	}, nil
+		dictBytes:  make([]int, leaves), dictMaxBytes: int(cfg.DictionaryMaxBytes),
+	}
+	for i := range pw.dictBytes {
+		pw.dictBytes[i] = -1
+	}
+	for _, c := range cols {
+		if *cfg.Dictionary && cfg.DictionaryMaxBytes > 0 {
+			switch c.field.Type {
+			case String, JSON:
+				pw.dictBytes[c.leaf] = 0
+			case StringMap:
+				pw.dictBytes[c.leaf], pw.dictBytes[c.leaf+1] = 0, 0
+			}
+		}
+	}
+	return pw, nil
 }
 
 func parquetCodec(name string) (compress.Codec, error) {
@@ -274,8 +293,24 @@ func (pw *ParquetWriter) writePending() error {
 		if _, err := cw.WriteRowValues(vals); err != nil {
 			return fmt.Errorf("parquet: %w", err)
 		}
+		if pw.dictBytes[i] >= 0 {
+			for _, v := range vals {
+				pw.dictBytes[i] += len(v.ByteArray())
+			}
+		}
 		clear(vals) // the values point into the rows' strings
 		pw.pending[i] = vals[:0]
+		// parquet-go checks dictionary_max_bytes only when it writes a page,
+		// and a dictionary column's page fills with 4-byte indexes: tens of
+		// thousands of distinct values could pile up in its dictionary
+		// first. A page written once the values could have outgrown the
+		// limit lets it fall back to plain in time.
+		if pw.dictBytes[i] > pw.dictMaxBytes {
+			if err := cw.Flush(); err != nil {
+				return fmt.Errorf("parquet: %w", err)
+			}
+			pw.dictBytes[i] = 0
+		}
 	}
 	pw.groupRows += int64(pw.pendingRows)
 	pw.pendingRows, pw.pendingBytes = 0, 0
@@ -284,6 +319,9 @@ func (pw *ParquetWriter) writePending() error {
 			return fmt.Errorf("parquet: %w", err)
 		}
 		pw.groupStart, pw.groupRows = pw.w.Size(), 0
+		for i, n := range pw.dictBytes {
+			pw.dictBytes[i] = min(n, 0) // a row group starts a new dictionary
+		}
 	}
 	return nil
 }
