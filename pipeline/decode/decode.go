@@ -558,11 +558,38 @@ func (v fieldValue) number() ([]byte, bool) {
 // exponent forms (200.0, 2e3, 9007199254740993.0); a fraction or a value
 // beyond int64 is no integer.
 func parseInteger(b []byte) (int64, bool) {
+	if n, ok := parsePlainInteger(b); ok {
+		return n, true
+	}
 	d, ok := parseDecimal(b)
 	if !ok {
 		return 0, false
 	}
 	return d.int64()
+}
+
+// parsePlainInteger is parseInteger's fast path for what most integers
+// look like: 0, or up to 18 digits without a leading zero, maybe after a
+// minus; anything else (and -0) goes the exact way.
+func parsePlainInteger(b []byte) (int64, bool) {
+	digits := b
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 || (digits[0] == '0' && len(b) > 1) {
+		return 0, false
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if len(digits) < len(b) {
+		n = -n
+	}
+	return n, true
 }
 
 // notA is the dead-letter reason of a value the column cannot take.
