@@ -181,7 +181,7 @@ type ParquetWriter struct {
 	// values written since its last page; -1 for the other leaves.
 	dictBytes    []int
 	dictMaxBytes int
-	keys         []string
+	entries      [][2]string // a map's keys and values, sorted by key
 }
 
 // writeChunkRows is at most how many rows go to parquet-go's column
@@ -413,21 +413,27 @@ func (pw *ParquetWriter) appendMap(c *parquetColumn, def int, m map[string]strin
 		pw.add(c.leaf+1, parquet.NullValue().Level(0, def, c.leaf+1))
 		return
 	}
-	m = ValidMap(m)
-	keys := pw.keys[:0]
-	for k := range m {
-		keys = append(keys, k)
+	entries := pw.entries[:0]
+	for k, v := range m {
+		if !isASCIIOrValid(k) || !isASCIIOrValid(v) {
+			entries = entries[:0]
+			for k, v := range ValidMap(m) {
+				entries = append(entries, [2]string{k, v})
+			}
+			break
+		}
+		entries = append(entries, [2]string{k, v})
 	}
-	slices.Sort(keys)
-	for i, k := range keys {
-		pw.add(c.leaf, parquet.ByteArrayValue(stringBytes(k)).Level(min(i, 1), def+1, c.leaf))
+	slices.SortFunc(entries, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+	for i, e := range entries {
+		pw.add(c.leaf, parquet.ByteArrayValue(stringBytes(e[0])).Level(min(i, 1), def+1, c.leaf))
 	}
-	for i, k := range keys {
+	for i, e := range entries {
 		// The value is optional, so a present value is one level deeper.
-		pw.add(c.leaf+1, parquet.ByteArrayValue(stringBytes(m[k])).Level(min(i, 1), def+2, c.leaf+1))
+		pw.add(c.leaf+1, parquet.ByteArrayValue(stringBytes(e[1])).Level(min(i, 1), def+2, c.leaf+1))
 	}
-	clear(keys)
-	pw.keys = keys[:0]
+	clear(entries)
+	pw.entries = entries[:0]
 }
 
 // goTypes is the Go type a Row holds for each column type.
