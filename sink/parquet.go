@@ -172,6 +172,7 @@ type ParquetWriter struct {
 	rowGroupRows  int64
 	groupStart    int64             // Size() when the open row group began
 	groupRows     int64             // rows handed to the open row group
+	size          int64             // Size() as of the last chunk written
 	pending       [][]parquet.Value // per leaf column, the values of the pending rows
 	pendingRows   int
 	pendingBytes  int   // about what the pending values hold
@@ -314,11 +315,13 @@ func (pw *ParquetWriter) writePending() error {
 	}
 	pw.groupRows += int64(pw.pendingRows)
 	pw.pendingRows, pw.pendingBytes = 0, 0
-	if pw.groupRows >= pw.rowGroupRows || pw.w.Size()-pw.groupStart >= pw.rowGroupBytes {
+	pw.size = pw.w.Size()
+	if pw.groupRows >= pw.rowGroupRows || pw.size-pw.groupStart >= pw.rowGroupBytes {
 		if err := pw.w.Flush(); err != nil {
 			return fmt.Errorf("parquet: %w", err)
 		}
-		pw.groupStart, pw.groupRows = pw.w.Size(), 0
+		pw.size = pw.w.Size()
+		pw.groupStart, pw.groupRows = pw.size, 0
 		for i, n := range pw.dictBytes {
 			pw.dictBytes[i] = min(n, 0) // a row group starts a new dictionary
 		}
@@ -327,9 +330,9 @@ func (pw *ParquetWriter) writePending() error {
 }
 
 // Size estimates the file size so far: bytes written plus the open row
-// group before compression, so it errs high. Rows still pending (fewer than
-// writeChunkRows) are not counted yet.
-func (pw *ParquetWriter) Size() int64 { return pw.w.Size() }
+// group before compression, so it errs high. Rows still pending (a chunk
+// not yet written) are not counted yet.
+func (pw *ParquetWriter) Size() int64 { return pw.size }
 
 // Close writes the last row group and the footer.
 func (pw *ParquetWriter) Close() error {
