@@ -20,7 +20,8 @@ const DefaultTimeFormat = "2006-01-02"
 
 // Layout places rows in Hive-style folders by their own column values, so a
 // late record lands in its event-time folder, not in the folder of the hour
-// it arrived.
+// it arrived. A Layout is not safe for concurrent use (each staged batch
+// has its own).
 type Layout struct {
 	levels []layoutLevel
 }
@@ -30,6 +31,13 @@ type layoutLevel struct {
 	col    int
 	typ    Type
 	format string
+	// A time format that prints nothing finer than the hour (or minute)
+	// gives the same text for a whole hour (minute): the last text is kept
+	// for the rows of the same span, which is most rows.
+	span  int64 // seconds; 0 formats every row
+	last  int64 // the span (Unix seconds / span) of text
+	text  []byte
+	valid bool
 }
 
 // newLayout resolves partition_by against the output schema.
@@ -49,6 +57,7 @@ func newLayout(by []PartitionColumn, s *Schema) (*Layout, error) {
 			if lv.format == "" {
 				lv.format = DefaultTimeFormat
 			}
+			lv.span = formatSpan(lv.format)
 		case String, Int32, Int64, Bool:
 		default:
 			return nil, confkey.Errorf(fmt.Sprintf("files.partition_by[%d].column", i), "column %q is %s; partition by a string, integer, bool, timestamp or date column", p.Column, lv.typ)
@@ -65,17 +74,50 @@ func (l *Layout) Folder(r Row) string { return string(l.AppendFolder(nil, r)) }
 // AppendFolder appends the row's folder path to dst: Folder without an
 // allocation once dst has room, for the per-row lookup of a row's file.
 func (l *Layout) AppendFolder(dst []byte, r Row) []byte {
-	for i, lv := range l.levels {
+	for i := range l.levels {
+		lv := &l.levels[i]
 		if i > 0 {
 			dst = append(dst, '/')
 		}
 		dst = append(dst, lv.name...)
 		dst = append(dst, '=')
+		if t, ok := r[lv.col].(time.Time); ok && lv.span > 0 {
+			dst = append(dst, lv.timeText(t)...)
+			continue
+		}
 		start := len(dst)
 		dst = lv.appendValue(dst, r[lv.col])
 		dst = appendFolderEscaped(dst, start)
 	}
 	return dst
+}
+
+// timeText is the escaped folder text of t, formatted once per span.
+func (lv *layoutLevel) timeText(t time.Time) []byte {
+	s := t.Unix()
+	span := s / lv.span
+	if s%lv.span < 0 {
+		span--
+	}
+	if !lv.valid || span != lv.last {
+		lv.text = appendFolderEscaped(lv.appendValue(lv.text[:0], t), 0)
+		lv.last, lv.valid = span, true
+	}
+	return lv.text
+}
+
+// formatSpan is the longest span, an hour or a minute, over which the
+// layout prints the same text for every instant (in UTC), or 0. Go's
+// layouts print minutes, seconds and fractions only through tokens that
+// tell the start of a span from its last nanosecond.
+func formatSpan(layout string) int64 {
+	start := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
+	for _, span := range []time.Duration{time.Hour, time.Minute} {
+		if start.Format(layout) == start.Add(span-1).Format(layout) {
+			return int64(span / time.Second)
+		}
+	}
+	return 0
 }
 
 func (lv layoutLevel) appendValue(dst []byte, v any) []byte {
