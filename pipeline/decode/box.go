@@ -16,10 +16,12 @@ import (
 // any other interface value (==, type switches, reflect).
 //
 // A block lives as long as any of its values: at most boxBlock rows' worth,
-// and rows are dropped in chunks as they are staged.
+// and rows are dropped in chunks as they are staged. Blocks start small and
+// double: a decodeState the pool dropped (at every GC) leaves little unused.
 type boxes[T any] struct {
-	typ  unsafe.Pointer // T's type word in an interface
-	free []T
+	typ   unsafe.Pointer // T's type word in an interface
+	free  []T
+	block int // the size of the last block
 }
 
 const boxBlock = 256
@@ -37,7 +39,8 @@ func (b *boxes[T]) box(v T) any {
 			var zero any = *new(T)
 			b.typ = (*eface)(unsafe.Pointer(&zero)).typ
 		}
-		b.free = make([]T, boxBlock)
+		b.block = min(max(2*b.block, 8), boxBlock)
+		b.free = make([]T, b.block)
 	}
 	p := &b.free[0]
 	b.free = b.free[1:]
