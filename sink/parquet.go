@@ -161,10 +161,11 @@ func (g orderedGroup) print() string {
 // most one row group in memory (encoded and compressed page by page).
 //
 // Rows are written column by column: WriteRow appends each value to its
-// leaf column's pending values, and every writeChunkRows rows the pending
-// values go to parquet-go's column writers in one call per column. Chunks
-// start at fixed row counts from the file's first row, so the same rows make
-// the same pages, and the same bytes, however the caller splits them.
+// leaf column's pending values, and every writeChunkRows rows (or fewer,
+// when they are large) the pending values go to parquet-go's column writers
+// in one call per column. Where a chunk ends depends on the rows alone, so
+// the same rows make the same pages, and the same bytes, however the caller
+// splits them.
 type ParquetWriter struct {
 	w             *parquet.Writer
 	cols          []parquetColumn
