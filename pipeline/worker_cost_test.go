@@ -18,24 +18,7 @@ import (
 // without overstating it so much that the budget wastes memory.
 func TestRecordCostCoversTheHeap(t *testing.T) {
 	var sc struct{ Schema decode.SchemaConfig }
-	raw := `schema:
-  columns:
-    - {name: ts, type: timestamp, unit: ms, required: true}
-    - {name: level, type: string, required: true}
-    - {name: service, type: string, required: true}
-    - {name: host, type: string}
-    - {name: message, type: string}
-    - {name: method, type: string, source: http.method}
-    - {name: path, type: string, source: http.path}
-    - {name: status, type: int32, source: http.status}
-    - {name: latency_ms, type: float64, source: http.latency_ms}
-    - {name: labels, type: "map<string,string>"}
-    - {name: trace_id, type: string}
-    - {name: is_error, type: bool, expr: 'status != null && status >= 500'}
-    - {name: kafka_partition, type: int32, source: kafka.partition}
-    - {name: kafka_offset, type: int64, source: kafka.offset}
-`
-	if err := yaml.Unmarshal([]byte(raw), &sc); err != nil {
+	if err := yaml.Unmarshal([]byte(benchSchema), &sc); err != nil {
 		t.Fatal(err)
 	}
 	sc.Schema.SetDefaults()

@@ -55,7 +55,8 @@ type stageKey struct {
 type stagedBatch struct {
 	first   int64
 	schema  *Schema
-	folder  func(Row) string
+	folder  func(dst []byte, r Row) []byte // appends the row's folder
+	name    []byte                         // scratch for folder
 	folders map[string]*stagedFolder
 	rows    int  // rows taken so far
 	sealed  bool // the cut's rows are in and every file is closed
@@ -211,7 +212,7 @@ func (f *Files) open(b *Batch) (*stagedBatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	st = &stagedBatch{first: b.First, schema: b.Schema, folder: layout.Folder, folders: map[string]*stagedFolder{}}
+	st = &stagedBatch{first: b.First, schema: b.Schema, folder: layout.AppendFolder, folders: map[string]*stagedFolder{}}
 	f.staged[k] = st
 	return st, nil
 }
@@ -227,11 +228,11 @@ func (f *Files) append(ctx context.Context, st *stagedBatch, b *Batch) error {
 		if i%4096 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		name := st.folder(r)
-		fo := st.folders[name]
+		st.name = st.folder(st.name[:0], r)
+		fo := st.folders[string(st.name)]
 		if fo == nil {
 			fo = &stagedFolder{}
-			st.folders[name] = fo
+			st.folders[string(st.name)] = fo
 		}
 		if fo.pw != nil && fo.rows > 0 && fo.pw.Size() >= f.cfg.MaxFileBytes {
 			if err := fo.close(); err != nil {

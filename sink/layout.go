@@ -20,7 +20,8 @@ const DefaultTimeFormat = "2006-01-02"
 
 // Layout places rows in Hive-style folders by their own column values, so a
 // late record lands in its event-time folder, not in the folder of the hour
-// it arrived.
+// it arrived. A Layout is not safe for concurrent use (each staged batch
+// has its own).
 type Layout struct {
 	levels []layoutLevel
 }
@@ -30,6 +31,13 @@ type layoutLevel struct {
 	col    int
 	typ    Type
 	format string
+	// A time format that prints nothing finer than the hour (or minute)
+	// gives the same text for a whole hour (minute): the last text is kept
+	// for the rows of the same span, which is most rows.
+	span  int64 // seconds; 0 formats every row
+	last  int64 // the span (Unix seconds / span) of text
+	text  []byte
+	valid bool
 }
 
 // newLayout resolves partition_by against the output schema.
@@ -49,6 +57,7 @@ func newLayout(by []PartitionColumn, s *Schema) (*Layout, error) {
 			if lv.format == "" {
 				lv.format = DefaultTimeFormat
 			}
+			lv.span = formatSpan(lv.format)
 		case String, Int32, Int64, Bool:
 		default:
 			return nil, confkey.Errorf(fmt.Sprintf("files.partition_by[%d].column", i), "column %q is %s; partition by a string, integer, bool, timestamp or date column", p.Column, lv.typ)
@@ -60,40 +69,91 @@ func newLayout(by []PartitionColumn, s *Schema) (*Layout, error) {
 
 // Folder is the row's folder path, e.g. "dt=2026-11-29/hour=07"; empty
 // without partition columns.
-func (l *Layout) Folder(r Row) string {
-	if len(l.levels) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	for i, lv := range l.levels {
+func (l *Layout) Folder(r Row) string { return string(l.AppendFolder(nil, r)) }
+
+// AppendFolder appends the row's folder path to dst: Folder without an
+// allocation once dst has room, for the per-row lookup of a row's file.
+func (l *Layout) AppendFolder(dst []byte, r Row) []byte {
+	for i := range l.levels {
+		lv := &l.levels[i]
 		if i > 0 {
-			b.WriteByte('/')
+			dst = append(dst, '/')
 		}
-		b.WriteString(lv.name)
-		b.WriteByte('=')
-		b.WriteString(escapeFolderValue(lv.value(r[lv.col])))
+		dst = append(dst, lv.name...)
+		dst = append(dst, '=')
+		if t, ok := r[lv.col].(time.Time); ok && lv.span > 0 {
+			dst = append(dst, lv.timeText(t)...)
+			continue
+		}
+		start := len(dst)
+		dst = lv.appendValue(dst, r[lv.col])
+		dst = appendFolderEscaped(dst, start)
 	}
-	return b.String()
+	return dst
 }
 
-func (lv layoutLevel) value(v any) string {
+// timeText is the escaped folder text of t, formatted once per span.
+func (lv *layoutLevel) timeText(t time.Time) []byte {
+	s := t.Unix()
+	span := s / lv.span
+	if s%lv.span < 0 {
+		span--
+	}
+	if !lv.valid || span != lv.last {
+		lv.text = appendFolderEscaped(lv.appendValue(lv.text[:0], t), 0)
+		lv.last, lv.valid = span, true
+	}
+	return lv.text
+}
+
+// formatSpan is the longest span, an hour or a minute, over which the
+// layout prints the same text for every instant (in UTC), or 0. Go's
+// layouts print minutes, seconds and fractions only through tokens that
+// tell the start of a span from its last nanosecond.
+func formatSpan(layout string) int64 {
+	start := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
+	for _, span := range []time.Duration{time.Hour, time.Minute} {
+		if start.Format(layout) == start.Add(span-1).Format(layout) {
+			return int64(span / time.Second)
+		}
+	}
+	return 0
+}
+
+func (lv layoutLevel) appendValue(dst []byte, v any) []byte {
 	switch x := v.(type) {
 	case nil:
-		return ""
+		return dst
 	case time.Time:
-		return x.UTC().Format(lv.format)
+		return x.UTC().AppendFormat(dst, lv.format)
 	case string:
-		return x
+		return append(dst, x...)
 	case int32:
-		return strconv.FormatInt(int64(x), 10)
+		return strconv.AppendInt(dst, int64(x), 10)
 	case int64:
-		return strconv.FormatInt(x, 10)
+		return strconv.AppendInt(dst, x, 10)
 	case bool:
-		return strconv.FormatBool(x)
+		return strconv.AppendBool(dst, x)
 	}
 	// A value of the wrong Go type fails in the Parquet writer, which names
 	// the column; here it only must not panic.
-	return fmt.Sprint(v)
+	return fmt.Append(dst, v)
+}
+
+// appendFolderEscaped escapes the folder value dst[start:] in place (see
+// escapeFolderValue).
+func appendFolderEscaped(dst []byte, start int) []byte {
+	v := dst[start:]
+	if len(v) == 0 {
+		return append(dst, HiveDefaultPartition...)
+	}
+	for _, c := range v {
+		if !folderSafe(c) {
+			esc := escapeFolderValue(string(v))
+			return append(dst[:start], esc...)
+		}
+	}
+	return dst
 }
 
 // escapeFolderValue keeps letters, digits, '-', '_' and '.', and writes

@@ -98,3 +98,35 @@ func TestObjectKey(t *testing.T) {
 		}
 	}
 }
+
+// TestLayoutTimeSpans: a time folder is formatted once per hour or minute
+// when its layout prints nothing finer, and reads the same as formatting
+// every row, across span edges and before 1970.
+func TestLayoutTimeSpans(t *testing.T) {
+	for _, tc := range []struct {
+		format string
+		span   int64
+	}{
+		{"2006-01-02", 3600}, {"15", 3600}, {"2006-01-02T15", 3600}, {"15:04", 60}, {"15h4m", 60},
+		{"15:04:05", 0}, {"05", 0}, {"2006-01-02T15:04:05.000", 0}, {"15.9", 0}, {"Jan _2 3PM", 3600},
+	} {
+		if got := formatSpan(tc.format); got != tc.span {
+			t.Errorf("formatSpan(%q) = %d, want %d", tc.format, got, tc.span)
+		}
+		s := &Schema{Fields: []Field{{Name: "ts", Type: Timestamp}}}
+		l, err := newLayout([]PartitionColumn{{Name: "at", Column: "ts", Format: tc.format}}, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf []byte
+		for _, start := range []time.Time{time.Date(2026, 11, 29, 6, 58, 59, 0, time.UTC), time.Date(1969, 12, 31, 23, 58, 30, 0, time.UTC)} {
+			for i := range 400 {
+				at := start.Add(time.Duration(i) * 997 * time.Millisecond)
+				buf = l.AppendFolder(buf[:0], Row{at})
+				if want := "at=" + escapeFolderValue(at.Format(tc.format)); string(buf) != want {
+					t.Fatalf("%q at %s: folder %q, want %q", tc.format, at.Format(time.RFC3339Nano), buf, want)
+				}
+			}
+		}
+	}
+}

@@ -159,15 +159,39 @@ func (g orderedGroup) print() string {
 
 // ParquetWriter streams rows of one Schema into a Parquet file. It holds at
 // most one row group in memory (encoded and compressed page by page).
+//
+// Rows are written column by column: WriteRow appends each value to its
+// leaf column's pending values, and every writeChunkRows rows (or fewer,
+// when they are large) the pending values go to parquet-go's column writers
+// in one call per column. Where a chunk ends depends on the rows alone, so
+// the same rows make the same pages, and the same bytes, however the caller
+// splits them.
 type ParquetWriter struct {
 	w             *parquet.Writer
 	cols          []parquetColumn
 	rowGroupBytes int64
-	groupStart    int64 // Size() when the open row group began
-	row           parquet.Row
-	rows          []parquet.Row
-	keys          []string
+	rowGroupRows  int64
+	groupStart    int64             // Size() when the open row group began
+	groupRows     int64             // rows handed to the open row group
+	size          int64             // Size() as of the last chunk written
+	pending       [][]parquet.Value // per leaf column, the values of the pending rows
+	pendingRows   int
+	pendingBytes  int   // about what the pending values hold
+	chunkBytes    int   // write the pending rows once they hold this much
+	mark          []int // per leaf column, len(pending) before the row being added
+	// dictBytes is, per dictionary-encoded leaf column, the bytes of the
+	// values written since its last page; -1 for the other leaves.
+	dictBytes    []int
+	dictMaxBytes int
+	entries      [][2]string // a map's keys and values, sorted by key
 }
+
+// writeChunkRows is at most how many rows go to parquet-go's column
+// writers at once: enough to pay the per-call cost once per many rows. A
+// chunk also ends at chunkBytes (a quarter of a page or a sixteenth of a
+// row group, whichever is less), so it overshoots a page or a row group by
+// little.
+const writeChunkRows = 128
 
 // newParquetWriter starts a file on out. cfg must have had SetDefaults.
 // pages keeps the open row group's encoded pages: nil keeps them on the
@@ -194,7 +218,27 @@ func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig, pages parque
 		opts = append(opts, parquet.ColumnPageBuffers(pages))
 	}
 	w := parquet.NewWriter(out, opts...)
-	return &ParquetWriter{w: w, cols: cols, rowGroupBytes: cfg.RowGroupBytes, rows: make([]parquet.Row, 1)}, nil
+	leaves := len(w.ColumnWriters())
+	pw := &ParquetWriter{
+		w: w, cols: cols, rowGroupBytes: cfg.RowGroupBytes, rowGroupRows: max(cfg.RowGroupRows, 1),
+		pending: make([][]parquet.Value, leaves), mark: make([]int, leaves),
+		chunkBytes: int(max(min(int64(cfg.PageBytes)/4, cfg.RowGroupBytes/16), 1)),
+		dictBytes:  make([]int, leaves), dictMaxBytes: int(cfg.DictionaryMaxBytes),
+	}
+	for i := range pw.dictBytes {
+		pw.dictBytes[i] = -1
+	}
+	for _, c := range cols {
+		if *cfg.Dictionary && cfg.DictionaryMaxBytes > 0 {
+			switch c.field.Type {
+			case String, JSON:
+				pw.dictBytes[c.leaf] = 0
+			case StringMap:
+				pw.dictBytes[c.leaf], pw.dictBytes[c.leaf+1] = 0, 0
+			}
+		}
+	}
+	return pw, nil
 }
 
 func parquetCodec(name string) (compress.Codec, error) {
@@ -217,57 +261,109 @@ func (pw *ParquetWriter) WriteRow(r Row) error {
 	if len(r) != len(pw.cols) {
 		return fmt.Errorf("parquet: row has %d values, the schema %d columns", len(r), len(pw.cols))
 	}
-	row := pw.row[:0]
-	for i, c := range pw.cols {
-		var err error
-		if row, err = pw.appendValue(row, c, r[i]); err != nil {
+	for i, vals := range pw.pending {
+		pw.mark[i] = len(vals)
+	}
+	bytes := pw.pendingBytes
+	for i := range pw.cols {
+		c := &pw.cols[i]
+		if err := pw.appendValue(c, r[i]); err != nil {
+			for j, n := range pw.mark {
+				clear(pw.pending[j][n:])
+				pw.pending[j] = pw.pending[j][:n]
+			}
+			pw.pendingBytes = bytes
 			return fmt.Errorf("parquet: column %q (%s): %w", c.field.Name, c.field.Type, err)
 		}
 	}
-	pw.row = row
-	pw.rows[0] = row
-	if _, err := pw.w.WriteRows(pw.rows); err != nil {
-		return fmt.Errorf("parquet: %w", err)
+	pw.pendingRows++
+	if pw.pendingRows >= writeChunkRows || pw.pendingBytes >= pw.chunkBytes || pw.groupRows+int64(pw.pendingRows) >= pw.rowGroupRows {
+		return pw.writePending()
 	}
-	// parquet-go cuts row groups by row count only; cut by size here.
-	if size := pw.w.Size(); size-pw.groupStart >= pw.rowGroupBytes {
+	return nil
+}
+
+// writePending hands the pending rows to the column writers and cuts the
+// row group once it reaches row_group_bytes or row_group_rows (parquet-go
+// cuts by rows only, and only for rows written through it).
+func (pw *ParquetWriter) writePending() error {
+	if pw.pendingRows == 0 {
+		return nil
+	}
+	for i, cw := range pw.w.ColumnWriters() {
+		vals := pw.pending[i]
+		if _, err := cw.WriteRowValues(vals); err != nil {
+			return fmt.Errorf("parquet: %w", err)
+		}
+		if pw.dictBytes[i] >= 0 {
+			for _, v := range vals {
+				pw.dictBytes[i] += len(v.ByteArray())
+			}
+		}
+		clear(vals) // the values point into the rows' strings
+		pw.pending[i] = vals[:0]
+		// parquet-go checks dictionary_max_bytes only when it writes a page,
+		// and a dictionary column's page fills with 4-byte indexes: tens of
+		// thousands of distinct values could pile up in its dictionary
+		// first. A page written once the values could have outgrown the
+		// limit lets it fall back to plain in time.
+		if pw.dictBytes[i] > pw.dictMaxBytes {
+			if err := cw.Flush(); err != nil {
+				return fmt.Errorf("parquet: %w", err)
+			}
+			pw.dictBytes[i] = 0
+		}
+	}
+	pw.groupRows += int64(pw.pendingRows)
+	pw.pendingRows, pw.pendingBytes = 0, 0
+	pw.size = pw.w.Size()
+	if pw.groupRows >= pw.rowGroupRows || pw.size-pw.groupStart >= pw.rowGroupBytes {
 		if err := pw.w.Flush(); err != nil {
 			return fmt.Errorf("parquet: %w", err)
 		}
-		pw.groupStart = pw.w.Size()
+		pw.size = pw.w.Size()
+		pw.groupStart, pw.groupRows = pw.size, 0
+		for i, n := range pw.dictBytes {
+			pw.dictBytes[i] = min(n, 0) // a row group starts a new dictionary
+		}
 	}
 	return nil
 }
 
 // Size estimates the file size so far: bytes written plus the open row
-// group before compression, so it errs high.
-func (pw *ParquetWriter) Size() int64 { return pw.w.Size() }
+// group before compression, so it errs high. Rows still pending (a chunk
+// not yet written) are not counted yet.
+func (pw *ParquetWriter) Size() int64 { return pw.size }
 
 // Close writes the last row group and the footer.
 func (pw *ParquetWriter) Close() error {
+	if err := pw.writePending(); err != nil {
+		return err
+	}
 	if err := pw.w.Close(); err != nil {
 		return fmt.Errorf("parquet: %w", err)
 	}
 	return nil
 }
 
-func (pw *ParquetWriter) appendValue(row parquet.Row, c parquetColumn, v any) (parquet.Row, error) {
+// appendValue adds one column's value of a row to its leaf columns.
+func (pw *ParquetWriter) appendValue(c *parquetColumn, v any) error {
 	def := 0
 	if c.optional {
 		def = 1
 	}
 	if v == nil {
 		if !c.optional {
-			return row, fmt.Errorf("null in a required column")
+			return fmt.Errorf("null in a required column")
 		}
-		row = append(row, parquet.NullValue().Level(0, 0, c.leaf))
+		pw.add(c.leaf, parquet.NullValue().Level(0, 0, c.leaf))
 		if c.field.Type == StringMap {
-			row = append(row, parquet.NullValue().Level(0, 0, c.leaf+1))
+			pw.add(c.leaf+1, parquet.NullValue().Level(0, 0, c.leaf+1))
 		}
-		return row, nil
+		return nil
 	}
 	if reflect.TypeOf(v) != c.goType {
-		return row, fmt.Errorf("holds %T, want %s", v, c.goType)
+		return fmt.Errorf("holds %T, want %s", v, c.goType)
 	}
 	var val parquet.Value
 	switch x := v.(type) {
@@ -287,7 +383,7 @@ func (pw *ParquetWriter) appendValue(row parquet.Row, c parquetColumn, v any) (p
 		val = parquet.ByteArrayValue(x)
 	case time.Time:
 		if !TimeInRange(x) {
-			return row, fmt.Errorf("%s is outside %s..%s", x.Format(time.RFC3339Nano), MinTime.Format(time.DateOnly), MaxTime.Format(time.DateOnly))
+			return fmt.Errorf("%s is outside %s..%s", x.Format(time.RFC3339Nano), MinTime.Format(time.DateOnly), MaxTime.Format(time.DateOnly))
 		}
 		switch {
 		case c.field.Type == Date:
@@ -298,34 +394,50 @@ func (pw *ParquetWriter) appendValue(row parquet.Row, c parquetColumn, v any) (p
 			val = parquet.Int64Value(x.UnixMilli())
 		}
 	case map[string]string:
-		return pw.appendMap(row, c, def, x), nil
+		pw.appendMap(c, def, x)
+		return nil
 	}
-	return append(row, val.Level(0, def, c.leaf)), nil
+	pw.add(c.leaf, val.Level(0, def, c.leaf))
+	return nil
+}
+
+func (pw *ParquetWriter) add(leaf int, v parquet.Value) {
+	pw.pending[leaf] = append(pw.pending[leaf], v)
+	pw.pendingBytes += 8
+	if v.Kind() == parquet.ByteArray {
+		pw.pendingBytes += len(v.ByteArray())
+	}
 }
 
 // appendMap writes a map as its key_value group: every key, then every
 // value, keys sorted so that the same row always makes the same bytes.
-func (pw *ParquetWriter) appendMap(row parquet.Row, c parquetColumn, def int, m map[string]string) parquet.Row {
+func (pw *ParquetWriter) appendMap(c *parquetColumn, def int, m map[string]string) {
 	if len(m) == 0 { // present but empty: defined up to the map level
-		return append(row,
-			parquet.NullValue().Level(0, def, c.leaf),
-			parquet.NullValue().Level(0, def, c.leaf+1))
+		pw.add(c.leaf, parquet.NullValue().Level(0, def, c.leaf))
+		pw.add(c.leaf+1, parquet.NullValue().Level(0, def, c.leaf+1))
+		return
 	}
-	m = ValidMap(m)
-	keys := pw.keys[:0]
-	for k := range m {
-		keys = append(keys, k)
+	entries := pw.entries[:0]
+	for k, v := range m {
+		if !isASCIIOrValid(k) || !isASCIIOrValid(v) {
+			entries = entries[:0]
+			for k, v := range ValidMap(m) {
+				entries = append(entries, [2]string{k, v})
+			}
+			break
+		}
+		entries = append(entries, [2]string{k, v})
 	}
-	slices.Sort(keys)
-	pw.keys = keys
-	for i, k := range keys {
-		row = append(row, parquet.ByteArrayValue(stringBytes(k)).Level(min(i, 1), def+1, c.leaf))
+	slices.SortFunc(entries, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+	for i, e := range entries {
+		pw.add(c.leaf, parquet.ByteArrayValue(stringBytes(e[0])).Level(min(i, 1), def+1, c.leaf))
 	}
-	for i, k := range keys {
+	for i, e := range entries {
 		// The value is optional, so a present value is one level deeper.
-		row = append(row, parquet.ByteArrayValue(stringBytes(m[k])).Level(min(i, 1), def+2, c.leaf+1))
+		pw.add(c.leaf+1, parquet.ByteArrayValue(stringBytes(e[1])).Level(min(i, 1), def+2, c.leaf+1))
 	}
-	return row
+	clear(entries)
+	pw.entries = entries[:0]
 }
 
 // goTypes is the Go type a Row holds for each column type.

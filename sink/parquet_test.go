@@ -2,6 +2,7 @@ package sink
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"math"
 	"reflect"
@@ -317,4 +318,35 @@ func TestParquetRefusesOutOfRangeTime(t *testing.T) {
 	}
 	_, got := decodeParquet(t, s, encodeParquet(t, s, testParquetConfig(), []Row{{MinTime, MaxTime.Truncate(24 * time.Hour)}, {MaxTime, MinTime}}))
 	sameRows(t, got, []Row{{MinTime, time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)}, {MaxTime.Truncate(time.Microsecond), MinTime}})
+}
+
+// TestParquetDictionaryStaysUnderItsLimit: a column of distinct values
+// falls back to plain encoding once its dictionary passes
+// dictionary_max_bytes, so an open file's dictionary stays near that size
+// (parquet-go checks the limit only when it writes a page, and a page of
+// dictionary indexes holds tens of thousands of rows).
+func TestParquetDictionaryStaysUnderItsLimit(t *testing.T) {
+	s := &Schema{Fields: []Field{{Name: "id", Type: String, Required: true}}}
+	cfg := testParquetConfig()
+	cfg.DictionaryMaxBytes = 16 << 10
+	rows := make([]Row, 20000)
+	for i := range rows {
+		rows[i] = Row{fmt.Sprintf("%032x", i*7919)}
+	}
+	f, got := decodeParquet(t, s, encodeParquet(t, s, cfg, rows))
+	sameRows(t, got, rows)
+	pages := f.RowGroups()[0].ColumnChunks()[0].Pages()
+	defer pages.Close()
+	p, err := pages.ReadPage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := p.Dictionary()
+	if d == nil {
+		t.Fatal("the first page is not dictionary-encoded")
+	}
+	// 32-byte values: the limit and a chunk of rows past it at most.
+	if n, most := d.Len(), (int(cfg.DictionaryMaxBytes)+cfg.PageBytes/4)/32; n > most {
+		t.Errorf("the dictionary holds %d values (%d bytes), the limit is %d bytes", n, 32*n, cfg.DictionaryMaxBytes)
+	}
 }

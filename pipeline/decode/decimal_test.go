@@ -2,6 +2,7 @@ package decode
 
 import (
 	"math"
+	"strconv"
 	"testing"
 )
 
@@ -66,4 +67,25 @@ func zeros(n int) string {
 		b[i] = '0'
 	}
 	return string(b)
+}
+
+// TestPlainIntegerAgreesWithDecimal: parseInteger's fast path gives what
+// the exact decimal reading gives, or leaves the input to it.
+func TestPlainIntegerAgreesWithDecimal(t *testing.T) {
+	in := []string{"0", "-0", "7", "-7", "200", "007", "-05", "123456789012345678", "-123456789012345678",
+		"1234567890123456789", "9223372036854775807", "-9223372036854775808", "1e3", "2.0", "", "-", "1-2", "12a", " 1", "+1"}
+	for i := int64(1); i < 1<<62; i = i*3 + 1 {
+		in = append(in, strconv.FormatInt(i, 10), strconv.FormatInt(-i, 10))
+	}
+	for _, s := range in {
+		n, ok := parsePlainInteger([]byte(s))
+		if !ok {
+			continue
+		}
+		d, dok := parseDecimal([]byte(s))
+		want, wok := d.int64()
+		if !dok || !wok || n != want {
+			t.Errorf("%q: fast path %d, exact %d (%v %v)", s, n, want, dok, wok)
+		}
+	}
 }

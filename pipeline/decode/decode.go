@@ -74,6 +74,7 @@ type decodeState struct {
 	act     rowActivation
 	strs    []byte // the current row's string arena
 	fixed   []byte // text with invalid UTF-8 repaired
+	vals    valueBoxes
 }
 
 // str returns b as a string carved from the row's arena, so that one
@@ -347,7 +348,7 @@ func (d *Decoder) field(c *column, msg *record.Record, st *decodeState) (any, er
 		st.num = strconv.AppendInt(st.num[:0], msg.Offset, 10)
 		v = fieldValue{kind: jsonNumber, raw: st.num}
 	case srcTimestamp:
-		return c.kafkaTime(msg.Time)
+		return c.kafkaTime(msg.Time, st)
 	case srcHeaders:
 		if len(msg.Headers) == 0 {
 			return c.missing()
@@ -372,7 +373,7 @@ func textValue(b []byte) fieldValue {
 	return fieldValue{kind: jsonString, text: b}
 }
 
-func (c *column) kafkaTime(t time.Time) (any, error) {
+func (c *column) kafkaTime(t time.Time, st *decodeState) (any, error) {
 	if t.IsZero() {
 		return c.missing()
 	}
@@ -382,13 +383,13 @@ func (c *column) kafkaTime(t time.Time) (any, error) {
 	}
 	switch c.typ {
 	case sink.Timestamp:
-		return toUnit(t, c.unit), nil
+		return st.vals.times.box(toUnit(t, c.unit)), nil
 	case sink.Date:
-		return toDate(t), nil
+		return st.vals.times.box(toDate(t)), nil
 	case sink.Int64:
-		return t.UnixMilli(), nil
+		return st.vals.int64s.box(t.UnixMilli()), nil
 	default: // sink.String
-		return t.Format(time.RFC3339Nano), nil
+		return st.vals.strs.box(t.Format(time.RFC3339Nano)), nil
 	}
 }
 
@@ -417,9 +418,9 @@ func (c *column) convert(v fieldValue, st *decodeState) (any, error) {
 	switch c.typ {
 	case sink.String:
 		if v.kind != jsonString {
-			return st.validStr(v.raw), nil
+			return st.vals.strs.box(st.validStr(v.raw)), nil
 		}
-		return st.validStr(v.text), nil
+		return st.vals.strs.box(st.validStr(v.text)), nil
 
 	case sink.Int32, sink.Int64:
 		b, ok := v.number()
@@ -434,9 +435,9 @@ func (c *column) convert(v fieldValue, st *decodeState) (any, error) {
 			if n < math.MinInt32 || n > math.MaxInt32 {
 				return nil, c.notA(v)
 			}
-			return int32(n), nil
+			return st.vals.int32s.box(int32(n)), nil
 		}
-		return n, nil
+		return st.vals.int64s.box(n), nil
 
 	case sink.Float32, sink.Float64:
 		b, ok := v.number()
@@ -461,9 +462,9 @@ func (c *column) convert(v fieldValue, st *decodeState) (any, error) {
 			return nil, c.notA(v)
 		}
 		if bits == 32 {
-			return float32(f), nil
+			return st.vals.f32s.box(float32(f)), nil
 		}
-		return f, nil
+		return st.vals.f64s.box(f), nil
 
 	case sink.Bool:
 		switch v.kind {
@@ -501,9 +502,9 @@ func (c *column) convert(v fieldValue, st *decodeState) (any, error) {
 			return nil, c.outOfRange(c.show(v))
 		}
 		if c.typ == sink.Date {
-			return toDate(t), nil
+			return st.vals.times.box(toDate(t)), nil
 		}
-		return toUnit(t, c.unit), nil
+		return st.vals.times.box(toUnit(t, c.unit)), nil
 
 	case sink.Bytes:
 		if v.kind == jsonString {
@@ -513,14 +514,14 @@ func (c *column) convert(v fieldValue, st *decodeState) (any, error) {
 
 	case sink.JSON:
 		if v.raw != nil {
-			return st.validStr(v.raw), nil
+			return st.vals.strs.box(st.validStr(v.raw)), nil
 		}
 		// A Kafka field: keep it only if it is a JSON document.
 		var s jsonScanner
 		if err := s.scan(v.text, nil, nil); err != nil {
 			return nil, fmt.Errorf("column %q: %s is not JSON: %v", c.name, c.show(v), err)
 		}
-		return st.validStr(v.text), nil
+		return st.vals.strs.box(st.validStr(v.text)), nil
 
 	case sink.StringMap:
 		if v.kind != jsonObject {
@@ -557,11 +558,38 @@ func (v fieldValue) number() ([]byte, bool) {
 // exponent forms (200.0, 2e3, 9007199254740993.0); a fraction or a value
 // beyond int64 is no integer.
 func parseInteger(b []byte) (int64, bool) {
+	if n, ok := parsePlainInteger(b); ok {
+		return n, true
+	}
 	d, ok := parseDecimal(b)
 	if !ok {
 		return 0, false
 	}
 	return d.int64()
+}
+
+// parsePlainInteger is parseInteger's fast path for what most integers
+// look like: 0, or up to 18 digits without a leading zero, maybe after a
+// minus; anything else (and -0) goes the exact way.
+func parsePlainInteger(b []byte) (int64, bool) {
+	digits := b
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 || (digits[0] == '0' && len(b) > 1) {
+		return 0, false
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if len(digits) < len(b) {
+		n = -n
+	}
+	return n, true
 }
 
 // notA is the dead-letter reason of a value the column cannot take.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -371,8 +372,13 @@ func (s *jsonScanner) string() (escaped bool, err error) {
 	b := s.buf
 	p := s.pos + 1
 	for p < len(b) {
-		// Skip eight plain bytes at a time; most of a log line is string.
-		for p+8 <= len(b) && !hasSpecial8(binary.LittleEndian.Uint64(b[p:])) {
+		// Skip eight plain bytes at a time, most of a log line is string,
+		// then straight to the first byte that may end the run.
+		for p+8 <= len(b) {
+			if i := firstSpecial8(binary.LittleEndian.Uint64(b[p:])); i < 8 {
+				p += i
+				break
+			}
 			p += 8
 		}
 		if p >= len(b) {
@@ -413,17 +419,18 @@ func (s *jsonScanner) string() (escaped bool, err error) {
 	return false, s.fail("")
 }
 
-// hasSpecial8 reports whether any of eight bytes may end a string's plain
-// run: a quote, a backslash or a control byte. It may say yes for none
-// (a borrow can carry into the next byte), never no for one.
-func hasSpecial8(x uint64) bool {
+// firstSpecial8 is the index of the first of eight bytes (little endian)
+// that is a quote, a backslash or a control byte, or 8 when none is. The
+// byte-wise tests borrow only from a flagged byte into the ones above it, so
+// the lowest flag is always a real one.
+func firstSpecial8(x uint64) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	quote := x ^ (ones * '"')
 	slash := x ^ (ones * '\\')
 	zeroQuote := (quote - ones) &^ quote
 	zeroSlash := (slash - ones) &^ slash
 	control := (x - ones*0x20) &^ x
-	return (zeroQuote|zeroSlash|control)&highs != 0
+	return bits.TrailingZeros64((zeroQuote|zeroSlash|control)&highs) >> 3
 }
 
 func isHex4(b []byte) bool {

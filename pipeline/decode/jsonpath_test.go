@@ -2,6 +2,7 @@ package decode
 
 import (
 	"encoding/binary"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -75,11 +76,24 @@ func TestScanDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// TestHasSpecial8 checks the word-at-a-time test never misses a quote, a
-// backslash or a control byte, wherever it sits and whatever surrounds it.
-func TestHasSpecial8(t *testing.T) {
+// TestFirstSpecial8 checks the word-at-a-time test finds the first quote,
+// backslash or control byte exactly, wherever it sits and whatever
+// surrounds it.
+func TestFirstSpecial8(t *testing.T) {
 	special := func(c byte) bool { return c == '"' || c == '\\' || c < 0x20 }
-	for _, fill := range []byte{'a', 0x7f, 0x80, 0xff, ' ', '!', '#', '[', ']'} {
+	check := func(w [8]byte) {
+		want := 8
+		for i, c := range w {
+			if special(c) {
+				want = i
+				break
+			}
+		}
+		if got := firstSpecial8(binary.LittleEndian.Uint64(w[:])); got != want {
+			t.Fatalf("%q: first special at %d, want %d", w[:], got, want)
+		}
+	}
+	for _, fill := range []byte{'a', 0x7f, 0x80, 0xff, ' ', '!', '#', '[', ']', 0, '"', '\\', 0x1f} {
 		for pos := range 8 {
 			for c := range 256 {
 				var w [8]byte
@@ -87,14 +101,14 @@ func TestHasSpecial8(t *testing.T) {
 					w[i] = fill
 				}
 				w[pos] = byte(c)
-				got := hasSpecial8(binary.LittleEndian.Uint64(w[:]))
-				if special(byte(c)) && !got {
-					t.Fatalf("missed %#x at %d among %#x", c, pos, fill)
-				}
-				if !special(byte(c)) && !special(fill) && got && fill < 0x80 && c < 0x80 {
-					t.Errorf("false alarm for %#x at %d among %#x", c, pos, fill)
-				}
+				check(w)
 			}
 		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 1 << 20 {
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], rng.Uint64())
+		check(w)
 	}
 }

@@ -1,0 +1,208 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/logstore/logstore/internal/loggen"
+	"github.com/logstore/logstore/pipeline/decode"
+	"github.com/logstore/logstore/pipeline/record"
+	"github.com/logstore/logstore/sink"
+)
+
+// benchSchema is the bench's job (cmd/logstore/demo.yaml without its where
+// filter): 14 columns, one of them derived by CEL.
+const benchSchema = `schema:
+  columns:
+    - {name: ts, type: timestamp, unit: ms, required: true}
+    - {name: level, type: string, required: true}
+    - {name: service, type: string, required: true}
+    - {name: host, type: string}
+    - {name: message, type: string}
+    - {name: method, type: string, source: http.method}
+    - {name: path, type: string, source: http.path}
+    - {name: status, type: int32, source: http.status}
+    - {name: latency_ms, type: float64, source: http.latency_ms}
+    - {name: labels, type: "map<string,string>"}
+    - {name: trace_id, type: string}
+    - {name: is_error, type: bool, expr: 'status != null && status >= 500'}
+    - {name: kafka_partition, type: int32, source: kafka.partition}
+    - {name: kafka_offset, type: int64, source: kafka.offset}
+`
+
+func benchDecoder(b *testing.B) *decode.Decoder {
+	var sc struct{ Schema decode.SchemaConfig }
+	if err := yaml.Unmarshal([]byte(benchSchema), &sc); err != nil {
+		b.Fatal(err)
+	}
+	dec, err := decode.New(sc.Schema)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return dec
+}
+
+// benchFiles is the bench's files sink: zstd Parquet into dt=/hour= folders.
+func benchFiles(b *testing.B, dec *decode.Decoder) *sink.Sinks {
+	sinks, err := sink.New(context.Background(), sink.Config{Files: &sink.FilesConfig{
+		URL: b.TempDir(), SpoolDir: b.TempDir(),
+		PartitionBy: []sink.PartitionColumn{{Name: "dt", Column: "ts", Format: "2006-01-02"}, {Name: "hour", Column: "ts", Format: "15"}},
+	}}, sink.Deps{Schema: dec.Schema()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sinks
+}
+
+// BenchmarkWorkerHotPath is one partition's catch-up as the bench runs it,
+// without Kafka: a worker takes 100,000 realistic logs (internal/loggen,
+// about 330 bytes each) in fetches of 1 MiB, decodes them with the bench's
+// schema, stages them into the files sink (zstd Parquet in dt=/hour=
+// folders, the default budget of 128 MiB) and writes the batch at the end.
+// Everything the process does per record but read the network.
+func BenchmarkWorkerHotPath(b *testing.B) {
+	dec := benchDecoder(b)
+	const n = 100_000
+	gen := loggen.New(1, time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC), 72*time.Millisecond)
+	values := make([][]byte, n)
+	var size int64
+	for i := range values {
+		_, v, _ := gen.Next()
+		values[i] = append([]byte(nil), v...)
+		size += int64(len(v))
+	}
+	b.SetBytes(size)
+	b.ReportAllocs()
+	for b.Loop() {
+		sinks := benchFiles(b, dec)
+		w := &worker{
+			topic: "t", reader: &fakeLog{values: values, perFetch: int(1<<20) / 330}, decoder: dec,
+			columns: len(dec.Schema().Fields), commit: &fakeCommitter{}, sinks: sinks.All(),
+			onError: "fail", onOutOfRange: "fail", limits: BatchConfig{MaxAge: time.Hour},
+			budget: newBudget(128 << 20), fetchMax: 1 << 20, stats: newStats(), target: n, flushWait: time.Second,
+			log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		}
+		if err := w.run(context.Background(), position{0, -1}); err != nil {
+			b.Fatal(err)
+		}
+		if got := w.stats.Records.Load(); got != n {
+			b.Fatalf("took %d records, want %d", got, n)
+		}
+		sinks.Close()
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+// genLog is a partition of n realistic logs made as they are fetched, in
+// fetches of up to 1 MiB that share one buffer each, as the fetch client's
+// do: the benchmark holds no more input than a member does.
+type genLog struct {
+	gen       *loggen.Gen
+	partition int
+	n, pos    int64
+}
+
+func (g *genLog) SetOffset(o int64) { g.pos = o }
+func (g *genLog) Offset() int64     { return g.pos }
+func (g *genLog) Close() error      { return nil }
+
+func (g *genLog) Fetch(ctx context.Context) ([]record.Record, int64, error) {
+	if g.pos >= g.n {
+		<-ctx.Done()
+		return nil, g.n, ctx.Err()
+	}
+	buf := make([]byte, 0, 1<<20)
+	var msgs []record.Record
+	for ; g.pos < g.n; g.pos++ {
+		_, v, at := g.gen.Next()
+		if len(buf)+len(v) > cap(buf) {
+			break
+		}
+		buf = append(buf, v...)
+		msgs = append(msgs, record.Record{Topic: "t", Partition: g.partition, Offset: g.pos, Value: buf[len(buf)-len(v):], Time: at})
+	}
+	return msgs, g.n, nil
+}
+
+// BenchmarkMemberCatchUp is a member catching up P partitions at once, as
+// the bench's logstore run does, without Kafka: 1,000,000 logs spread over
+// the partitions and two hours (so each partition's batch writes two
+// files), one worker per partition, the default budget of 128 MiB and Go's
+// soft memory limit set from it, the files sink as in BenchmarkWorkerHotPath.
+// peak-MiB is the largest memory the Go runtime held from the OS (mapped and
+// not released, sampled every 10 ms): what RSS follows.
+func BenchmarkMemberCatchUp(b *testing.B) {
+	dec := benchDecoder(b)
+	const n = 1_000_000
+	for _, parts := range []int{12, 96} {
+		b.Run(fmt.Sprintf("partitions=%d", parts), func(b *testing.B) {
+			cfg := BatchConfig{MemoryBudget: 128 << 20}
+			defer debug.SetMemoryLimit(debug.SetMemoryLimit(MemoryLimit(cfg)))
+			var peak atomic.Uint64
+			stop := make(chan struct{})
+			sampled := make(chan struct{})
+			go sampleMemory(&peak, stop, sampled)
+			b.ReportAllocs()
+			for b.Loop() {
+				sinks := benchFiles(b, dec)
+				budget := newBudget(cfg.MemoryBudget)
+				stats := newStats()
+				per := int64(n / parts)
+				var g errgroup.Group
+				for p := range parts {
+					start := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
+					w := &worker{
+						topic: "t", partition: p, decoder: dec,
+						reader:  &genLog{gen: loggen.New(uint64(p), start, 2*time.Hour/time.Duration(per)), partition: p, n: per},
+						columns: len(dec.Schema().Fields), commit: &fakeCommitter{}, sinks: sinks.All(),
+						onError: "fail", onOutOfRange: "fail", limits: BatchConfig{MaxAge: time.Hour},
+						budget: budget, fetchMax: 1 << 20, stats: stats, target: per, flushWait: time.Second,
+						log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+					}
+					g.Go(func() error { return w.run(context.Background(), position{0, -1}) })
+				}
+				if err := g.Wait(); err != nil {
+					b.Fatal(err)
+				}
+				if got := stats.Records.Load(); got != per*int64(parts) {
+					b.Fatalf("took %d records, want %d", got, per*int64(parts))
+				}
+				sinks.Close()
+			}
+			close(stop)
+			<-sampled
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+			b.ReportMetric(float64(peak.Load())/(1<<20), "peak-MiB")
+		})
+	}
+}
+
+// sampleMemory keeps the most memory the runtime held from the OS in peak
+// until stop closes.
+func sampleMemory(peak *atomic.Uint64, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		metrics.Read(s)
+		if held := s[0].Value.Uint64() - s[1].Value.Uint64(); held > peak.Load() {
+			peak.Store(held)
+		}
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+	}
+}
