@@ -92,7 +92,7 @@ func BenchmarkWorkerHotPath(b *testing.B) {
 			budget: newBudget(128 << 20), fetchMax: 1 << 20, stats: newStats(), target: n, flushWait: time.Second,
 			log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		}
-		if err := w.run(context.Background(), position{0, -1}); err != nil {
+		if err := w.run(context.Background(), position{Offset: 0, Cut: -1}); err != nil {
 			b.Fatal(err)
 		}
 		if got := w.stats.Records.Load(); got != n {
@@ -169,7 +169,7 @@ func BenchmarkMemberCatchUp(b *testing.B) {
 						budget: budget, fetchMax: 1 << 20, stats: stats, target: per, flushWait: time.Second,
 						log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 					}
-					g.Go(func() error { return w.run(context.Background(), position{0, -1}) })
+					g.Go(func() error { return w.run(context.Background(), position{Offset: 0, Cut: -1}) })
 				}
 				if err := g.Wait(); err != nil {
 					b.Fatal(err)
