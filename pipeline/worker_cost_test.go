@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goccy/go-yaml"
-
 	"github.com/logstore/logstore/internal/loggen"
 	"github.com/logstore/logstore/pipeline/decode"
 	"github.com/logstore/logstore/pipeline/record"
@@ -17,12 +15,9 @@ import (
 // per-record estimate must cover what a decoded row really holds on the heap,
 // without overstating it so much that the budget wastes memory.
 func TestRecordCostCoversTheHeap(t *testing.T) {
-	var sc struct{ Schema decode.SchemaConfig }
-	if err := yaml.Unmarshal([]byte(benchSchema), &sc); err != nil {
-		t.Fatal(err)
-	}
-	sc.Schema.SetDefaults()
-	dec, err := decode.New(sc.Schema)
+	schema := benchSchema(t)
+	schema.SetDefaults()
+	dec, err := decode.New(schema)
 	if err != nil {
 		t.Fatal(err)
 	}

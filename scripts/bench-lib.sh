@@ -106,6 +106,12 @@ measure() {
 	PY
 }
 
+# demo_columns prints cmd/logstore/demo.yaml's column list: the benchmarks
+# decode the same columns as the demo, kept in one place.
+demo_columns() {
+	sed -n '/^  columns:$/,/^  [a-z_]*:/{/^    - /p}' "${BASH_SOURCE[0]%/*}/../cmd/logstore/demo.yaml"
+}
+
 # job_config FILE BROKERS TOPIC GROUP OUTPUT RACK [FOLLOWER_FETCHING]
 # [MEMORY_BUDGET] [RECORDS_PER_SECOND] [BATCH]: the benchmarks' logstore job,
 # cmd/logstore/demo.yaml's columns without its `where` filter, from TOPIC
@@ -132,20 +138,7 @@ job_config() {
 		schema:
 		  format: json
 		  columns:
-		    - {name: ts, type: timestamp, unit: ms, required: true}
-		    - {name: level, type: string, required: true}
-		    - {name: service, type: string, required: true}
-		    - {name: host, type: string}
-		    - {name: message, type: string}
-		    - {name: method, type: string, source: http.method}
-		    - {name: path, type: string, source: http.path}
-		    - {name: status, type: int32, source: http.status}
-		    - {name: latency_ms, type: float64, source: http.latency_ms}
-		    - {name: labels, type: "map<string,string>"}
-		    - {name: trace_id, type: string}
-		    - {name: is_error, type: bool, expr: 'status != null && status >= 500'}
-		    - {name: kafka_partition, type: int32, source: kafka.partition}
-		    - {name: kafka_offset, type: int64, source: kafka.offset}
+		$(demo_columns)
 		batch:
 		${batch}
 		  ${8:+memory_budget: $8}
