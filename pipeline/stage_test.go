@@ -367,3 +367,55 @@ func TestWorkerStopBetweenTwoStagersStagesOnce(t *testing.T) {
 		t.Errorf("first sink took %d rows, second %d (%d Stage calls), last commit %+v: each sink must hold every row once", first.rows, second.rows, second.calls, last)
 	}
 }
+
+// onceStager is a staging sink that, like the files sink, can write a
+// batch only once: the spool the rows were staged into is gone after.
+type onceStager struct {
+	*fakeStager
+	written map[int64]bool
+}
+
+func (o *onceStager) Write(ctx context.Context, b *sink.Batch) error {
+	if o.written[b.First] {
+		return fmt.Errorf("batch from %d: %d rows staged, the spool has 0", b.First, b.Staged)
+	}
+	o.written[b.First] = true
+	return o.fakeStager.Write(ctx, b)
+}
+
+// stoppingCommitter ends the run's context at the first commit of next and
+// fails it as kafka-go does then, as a SIGTERM landing there does.
+type stoppingCommitter struct {
+	fakeCommitter
+	cancel context.CancelFunc
+}
+
+func (s *stoppingCommitter) commit(ctx context.Context, topic string, p int, offset int64, meta string) error {
+	if meta == "" && s.cancel != nil {
+		s.cancel()
+		s.cancel = nil
+		s.calls = append(s.calls, commitCall{offset, meta})
+		return fmt.Errorf("kafka.(*Client).OffsetCommit: %w", context.Canceled)
+	}
+	return s.fakeCommitter.commit(ctx, topic, p, offset, meta)
+}
+
+// TestWorkerStopAfterDeliveryOnlyCommits: a stop that lands between a
+// batch's delivery and the commit of its next must commit next, not write
+// the batch again (the files sink cannot: its spool is gone; the stop
+// retried the write for the whole shutdown timeout and left a pending cut).
+func TestWorkerStopAfterDeliveryOnlyCommits(t *testing.T) {
+	log := &fakeLog{values: logValues(100, nil, nil), perFetch: 100}
+	w, _, _, _ := testWorker(t, log, 40, "dead_letter")
+	w.target = -1
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &stoppingCommitter{cancel: cancel}
+	s := &onceStager{fakeStager: &fakeStager{budget: w.budget}, written: map[int64]bool{}}
+	w.commit, w.sinks = c, []sink.Sink{s}
+	if err := w.run(ctx, position{Offset: 0, Cut: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(s.batches) != "[0-39:40+0]" || fmt.Sprint(c.calls) != "[{0 cut:39} {40 } {40 }]" {
+		t.Errorf("batches %v, commits %v: want the batch written once and next committed on stop", s.batches, c.calls)
+	}
+}

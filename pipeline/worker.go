@@ -88,6 +88,8 @@ type openBatch struct {
 	staged      int   // rows handed to the sinks before the cut (stage.go)
 	stagedBytes int64 // their estimate, for max_bytes
 	stagedBy    int   // how many sinks already took the rows being staged
+	delivered   bool  // every sink holds the batch cut at last; only the commit of next is left
+	last        int64 // where it was cut, once delivered
 	full        bool  // a sink said the batch reached its target size
 }
 
@@ -374,8 +376,12 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 	if last < b.first {
 		return nil
 	}
-	w.using = w.batchLayout()
-	if len(b.rows) > 0 || b.staged > 0 || len(b.dead) > 0 {
+	if b.delivered {
+		// A flush that wrote the batch and failed only at the commit of
+		// next (the job stopping under it): the sinks hold it and may not
+		// take it again (its spool is gone); commit next.
+		last = b.last
+	} else if w.using = w.batchLayout(); len(b.rows) > 0 || b.staged > 0 || len(b.dead) > 0 {
 		if err := w.commitRetrying(ctx, b.first, markOf(last, w.using)); err != nil {
 			return err
 		}
@@ -386,6 +392,7 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 		if err := w.saveResume(ctx, last); err != nil {
 			return err
 		}
+		b.delivered, b.last = true, last
 		sink.Failpoint(sink.FailDelivered)
 	}
 	if err := w.commitRetrying(ctx, last+1, ""); err != nil {
