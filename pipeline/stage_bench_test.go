@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"strings"
@@ -54,8 +56,12 @@ func benchDecoder(b *testing.B) *decode.Decoder {
 
 // benchFiles is the bench's files sink: zstd Parquet into dt=/hour= folders.
 func benchFiles(b *testing.B, dec *decode.Decoder) *sink.Sinks {
+	return benchFilesAt(b, dec, b.TempDir())
+}
+
+func benchFilesAt(b *testing.B, dec *decode.Decoder, out string) *sink.Sinks {
 	sinks, err := sink.New(context.Background(), sink.Config{Files: &sink.FilesConfig{
-		URL: b.TempDir(), SpoolDir: b.TempDir(),
+		URL: out, SpoolDir: b.TempDir(),
 		PartitionBy: []sink.PartitionColumn{{Name: "dt", Column: "ts", Format: "2006-01-02"}, {Name: "hour", Column: "ts", Format: "15"}},
 	}}, sink.Deps{Schema: dec.Schema()})
 	if err != nil {
@@ -204,5 +210,69 @@ func sampleMemory(peak *atomic.Uint64, stop <-chan struct{}, done chan<- struct{
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// BenchmarkOpenFileMemory is what open files cost a member: 48
+// partitions' batches staged side by side into the files sink (the bench's
+// schema and folders, every Parquet setting at its default), 128 rows at a
+// time, each batch across an hour boundary so it holds two files for its
+// second half, as a member catching up many partitions does.
+// heap-MiB/partition is the live heap after a collection with every batch
+// still open; bytes/record is the size of the files once they are written.
+func BenchmarkOpenFileMemory(b *testing.B) {
+	dec := benchDecoder(b)
+	const parts, rows = 48, 14_000
+	for b.Loop() {
+		out := b.TempDir()
+		sinks := benchFilesAt(b, dec, out)
+		stager := sinks.All()[0].(sink.Stager)
+		gens := make([]*loggen.Gen, parts)
+		for p := range gens {
+			gens[p] = loggen.New(uint64(p), time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC), 2*time.Hour/rows)
+		}
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		before := ms.HeapAlloc
+		staged := make([]int, parts)
+		slab := make([]any, 128*len(dec.Schema().Fields))
+		for staged[parts-1] < rows {
+			for p := range parts {
+				batch := make([]sink.Row, 0, 128)
+				for i := range 128 {
+					_, v, at := gens[p].Next()
+					m := record.Record{Topic: "t", Partition: p, Offset: int64(staged[p] + i), Value: append([]byte(nil), v...), Time: at}
+					row, _, err := dec.Decode(&m, slab[i*len(dec.Schema().Fields):(i+1)*len(dec.Schema().Fields)])
+					if err != nil {
+						b.Fatal(err)
+					}
+					batch = append(batch, row)
+				}
+				if _, err := stager.Stage(context.Background(), &sink.Batch{Topic: "t", Partition: p, Schema: dec.Schema(), Rows: batch, Staged: staged[p]}); err != nil {
+					b.Fatal(err)
+				}
+				staged[p] += len(batch)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		b.ReportMetric((float64(ms.HeapAlloc)-float64(before))/(1<<20)/parts, "heap-MiB/partition")
+
+		var size int64
+		for p := range parts {
+			w := &sink.Batch{Topic: "t", Partition: p, Last: int64(staged[p] - 1), Schema: dec.Schema(), Staged: staged[p]}
+			if err := sinks.All()[0].Write(context.Background(), w); err != nil {
+				b.Fatal(err)
+			}
+		}
+		sinks.Close()
+		filepath.WalkDir(out, func(_ string, d fs.DirEntry, _ error) error {
+			if info, err := d.Info(); err == nil && !d.IsDir() {
+				size += info.Size()
+			}
+			return nil
+		})
+		b.ReportMetric(float64(size)/float64(parts*rows), "bytes/record")
 	}
 }

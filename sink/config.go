@@ -188,7 +188,7 @@ func (p *ParquetConfig) setDefaults() {
 	if p.Dictionary == nil {
 		p.Dictionary = ptr(true)
 	}
-	confkey.Default(&p.DictionaryMaxBytes, 64<<10)
+	confkey.Default(&p.DictionaryMaxBytes, 16<<10)
 	confkey.Default(&p.DataPageVersion, 1)
 }
 
