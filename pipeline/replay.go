@@ -30,6 +30,9 @@ type capturedRecord struct {
 // ReplayFile produces a capture file (one JSON record a line) into topic,
 // keeping each record's partition and timestamp: the way to replay
 // production samples against a local cluster. It returns the records sent.
+// At least once: kafka-go's writer has no idempotent producer, so a produce
+// it retries after a timeout may land twice (a loaded test cluster did,
+// for about 0.1 % of a million records).
 func ReplayFile(ctx context.Context, conn *Clients, topic string, in io.Reader, log *slog.Logger) (int, error) {
 	w := &kafka.Writer{
 		Addr:         kafka.TCP(conn.Brokers...),
