@@ -419,3 +419,67 @@ func TestWorkerStopAfterDeliveryOnlyCommits(t *testing.T) {
 		t.Errorf("batches %v, commits %v: want the batch written once and next committed on stop", s.batches, c.calls)
 	}
 }
+
+// TestWorkerStopInsideDeliveryWritesEachSinkOnce: a stop that lands inside
+// a batch's delivery — after a sink wrote it, before the next sink or the
+// dead letters did — finishes the delivery from where it stopped. Writing
+// the batch to the first sink again fails for ever (the files sink's spool
+// is gone): the stop retried for the whole shutdown timeout and left a
+// pending cut (a CI rehearsal of TestE2EGracefulStop).
+func TestWorkerStopInsideDeliveryWritesEachSinkOnce(t *testing.T) {
+	log := &fakeLog{values: logValues(100, []int64{5}, nil), perFetch: 100}
+	w, c, _, _ := testWorker(t, log, 40, "dead_letter")
+	w.target = -1
+	ctx, cancel := context.WithCancel(context.Background())
+	first := &onceStager{fakeStager: &fakeStager{budget: w.budget}, written: map[int64]bool{}}
+	second := &onceStager{fakeStager: &fakeStager{budget: w.budget}, written: map[int64]bool{}}
+	dead := &stoppingDead{cancel: cancel}
+	w.sinks, w.dead = []sink.Sink{&stoppingSink{Sink: first, cancel: cancel}, second}, []deadLetterWriter{dead}
+	if err := w.run(ctx, position{Offset: 0, Cut: -1}); err != nil {
+		t.Fatal(err)
+	}
+	last := c.calls[len(c.calls)-1]
+	if fmt.Sprint(first.batches) != "[0-39:39+0]" || fmt.Sprint(second.batches) != "[0-39:39+0]" || fmt.Sprint(dead.batches) != "[0-39:1]" || last != (commitCall{40, ""}) {
+		t.Errorf("first sink %v, second %v, dead letters %v, commits %v: want the batch once in each and next committed on stop",
+			first.batches, second.batches, dead.batches, c.calls)
+	}
+}
+
+// stoppingSink ends the run's context once its sink has written the first
+// batch, as a SIGTERM landing right after does.
+type stoppingSink struct {
+	sink.Sink
+	cancel context.CancelFunc
+}
+
+func (s *stoppingSink) Write(ctx context.Context, b *sink.Batch) error {
+	err := s.Sink.Write(ctx, b)
+	if s.cancel != nil {
+		s.cancel()
+		s.cancel = nil
+	}
+	return err
+}
+
+func (s *stoppingSink) Stage(ctx context.Context, b *sink.Batch) (bool, error) {
+	return s.Sink.(sink.Stager).Stage(ctx, b)
+}
+
+func (s *stoppingSink) Discard(topic string, partition int, prefix string) {
+	s.Sink.(sink.Stager).Discard(topic, partition, prefix)
+}
+
+// stoppingDead fails its first write as a context ended under it does.
+type stoppingDead struct {
+	fakeDead
+	cancel context.CancelFunc
+	failed bool
+}
+
+func (d *stoppingDead) writeDeadLetters(ctx context.Context, b *deadBatch) error {
+	if !d.failed && ctx.Err() != nil {
+		d.failed = true
+		return fmt.Errorf("writing dead letters: %w", ctx.Err())
+	}
+	return d.fakeDead.writeDeadLetters(ctx, b)
+}

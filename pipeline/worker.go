@@ -88,6 +88,8 @@ type openBatch struct {
 	staged      int   // rows handed to the sinks before the cut (stage.go)
 	stagedBytes int64 // their estimate, for max_bytes
 	stagedBy    int   // how many sinks already took the rows being staged
+	wroteBy     int   // how many sinks already wrote the batch being delivered
+	deadBy      int   // how many dead-letter writers already wrote its dead letters
 	delivered   bool  // every sink holds the batch cut at last; only the commit of next is left
 	last        int64 // where it was cut, once delivered
 	full        bool  // a sink said the batch reached its target size
@@ -447,7 +449,11 @@ func (w *worker) deliver(ctx context.Context, last int64) error {
 	if err := w.checkRows(sinks, batch); err != nil {
 		return err
 	}
-	for i := 0; i < len(sinks) && (len(batch.Rows) > 0 || b.staged > 0); i++ {
+	// A delivery cut short (the job stopping under it) resumes with the
+	// first sink or dead-letter writer that does not have the batch yet:
+	// one that wrote it may not take it twice (the files sink's spool is
+	// gone once its files are stored).
+	for i := b.wroteBy; i < len(sinks) && (len(batch.Rows) > 0 || b.staged > 0); i++ {
 		s := sinks[i]
 		kind, start := sinkKind(s), time.Now()
 		err := w.retrySink(ctx, "writing a batch", kind, func() error { return s.Write(ctx, batch) })
@@ -458,18 +464,17 @@ func (w *worker) deliver(ctx context.Context, last int64) error {
 			if err := w.refuse(batch, refused); err != nil {
 				return err
 			}
-			i = -1
+			i, b.wroteBy = -1, 0
 			continue
 		}
 		if err != nil {
 			return err
 		}
+		b.wroteBy = i + 1
 		w.metrics.timeFlush(kind, start)
 	}
-	for _, d := range dead {
-		if len(b.dead) == 0 {
-			break
-		}
+	for ; b.deadBy < len(dead) && len(b.dead) > 0; b.deadBy++ {
+		d := dead[b.deadBy]
 		if err := w.retrySink(ctx, "writing dead letters", opDeadLetter, func() error {
 			return d.writeDeadLetters(ctx, &deadBatch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Prefix: w.prefix, Letters: b.dead})
 		}); err != nil {
