@@ -11,9 +11,12 @@
 //  2. at the flush rule (rows, bytes, age, memory budget) cut at last and
 //     commit first with the cut mark "cut:<last> layout:<fingerprint> <layout>"
 //     as metadata (generation-fenced; see mark.go);
-//  3. write the batch to every sink under names made of topic, partition,
-//     first and last, then its dead letters, then the partition's resume
-//     record in the output. Sinks that stage (stage.go) take the batch's
+//  3. record in the output (the partition's resume record) that the batch
+//     first..last is being written, with its mark; write the batch to every
+//     sink under names made of topic, partition, first and last, then its
+//     dead letters, then the resume record again: the output holds it.
+//     A write cut short resumes with the first sink that lacks the batch.
+//     Sinks that stage (stage.go) take the batch's
 //     rows as they pile up, before the cut; rows a sink refuses for good
 //     become dead letters where they are staged, before any sink has them,
 //     by the row alone, so a re-cut staged in other chunks gives the same
@@ -26,6 +29,7 @@
 // cut at exactly last again, with the layout the mark records, so a re-run
 // after a crash at any point writes the same records under the same names
 // (files overwrite, not duplicate). Where the group has no offset (expired,
-// deleted) the output's resume record says where the output is; the
-// furthest of the two wins (resume.go).
+// deleted) the output's resume record says where the output is, or which
+// batch it was writing (then that batch is re-cut); the furthest of the two
+// wins (resume.go).
 package pipeline

@@ -25,6 +25,13 @@ type resumeRecord struct {
 	Next      int64     `json:"next"` // Last+1: where a run without a committed offset resumes
 	Layout    string    `json:"layout,omitempty"`
 	Written   time.Time `json:"written"`
+	// Mark is set while the batch First..Last is being written: its cut
+	// mark (as committed to the group), and Next is First. The group's
+	// copy of the mark goes with its offsets; this one lets a run that
+	// resumes from the output re-cut exactly that batch, so files already
+	// stored are overwritten under their names, not written again under
+	// others.
+	Mark string `json:"mark,omitempty"`
 }
 
 // resumeStore keeps one resume record per partition.
@@ -76,10 +83,22 @@ func (f filesResume) loadResume(ctx context.Context, topic string, partition int
 // no file (all filtered). A pending cut is kept only when the group wins.
 // note is what to log when the two disagree, "" when they do not.
 func reconcile(group position, out resumeRecord, ok bool) (pos position, note string) {
+	pos = position{Offset: out.Next, Cut: -1}
+	if ok && out.Mark != "" {
+		// A batch was being written: re-cut it, unless the group holds the
+		// same mark or is past it.
+		pos.Cut, pos.Layout, _ = parseMark(out.Mark)
+		if pos.Cut >= 0 && (group.Offset < out.Next || group.Offset == out.Next && group.Cut < 0) {
+			if group.Offset < 0 {
+				return pos, "the group has no committed offset (expired after offsets.retention.minutes, or the group was deleted); re-cutting the batch the output was writing"
+			}
+			return pos, "the group lost the pending cut the output was writing; re-cutting it so no record is written twice"
+		}
+		return group, ""
+	}
 	if !ok || out.Next <= group.Offset {
 		return group, ""
 	}
-	pos = position{Offset: out.Next, Cut: -1}
 	switch {
 	case group.Offset < 0:
 		return pos, "the group has no committed offset (expired after offsets.retention.minutes, or the group was deleted); resuming after the last batch in the output"
@@ -90,14 +109,19 @@ func reconcile(group position, out resumeRecord, ok bool) (pos position, note st
 }
 
 // saveResume records, once every sink has the batch first..last and before
-// last+1 is committed, that the output holds it.
-func (w *worker) saveResume(ctx context.Context, last int64) error {
+// last+1 is committed, that the output holds it; with writing set, after
+// the batch's mark is committed and before any sink writes it, that the
+// output is writing it.
+func (w *worker) saveResume(ctx context.Context, last int64, writing bool) error {
 	if w.resume == nil || w.prefix != "" {
 		return nil
 	}
 	r := resumeRecord{Topic: w.topic, Partition: w.partition, First: w.batch.first, Last: last, Next: last + 1, Written: time.Now().UTC()}
 	if w.using != "" {
 		r.Layout = fingerprint(w.using)
+	}
+	if writing {
+		r.Next, r.Mark = w.batch.first, markOf(last, w.using)
 	}
 	return w.retrySink(ctx, "writing the resume record", opFiles, func() error { return w.resume.saveResume(ctx, r) })
 }
@@ -110,7 +134,7 @@ func (j *Job) resumed(ctx context.Context, topic string, partition int, group po
 		return nil, err
 	}
 	pos, note := reconcile(group, out, ok)
-	if pos.Offset == group.Offset {
+	if pos == group {
 		return nil, nil
 	}
 	log := j.log.With("topic", topic, "partition", partition, "group_offset", group.Offset, "group_cut", group.Cut, "output_next", out.Next, "output_written", out.Written)

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"github.com/logstore/logstore/sink"
 	"strings"
 	"testing"
 )
@@ -28,6 +29,16 @@ func TestReconcile(t *testing.T) {
 			want: position{Offset: 50, Cut: -1}},
 		{name: "the group was reset behind the output", group: position{Offset: 0, Cut: -1}, out: resumeRecord{First: 30, Next: 40}, ok: true,
 			want: position{Offset: 40, Cut: -1}, wantNote: "behind the output"},
+		{name: "a batch being written, the group's offsets gone", group: position{Offset: -1, Cut: -1}, out: resumeRecord{First: 40, Last: 49, Next: 40, Mark: "cut:49"}, ok: true,
+			want: position{Offset: 40, Cut: 49}, wantNote: "re-cutting the batch the output was writing"},
+		{name: "a batch being written, the group behind it", group: position{Offset: 10, Cut: -1}, out: resumeRecord{First: 40, Last: 49, Next: 40, Mark: "cut:49"}, ok: true,
+			want: position{Offset: 40, Cut: 49}, wantNote: "lost the pending cut"},
+		{name: "a batch being written, the group at it without its mark", group: position{Offset: 40, Cut: -1}, out: resumeRecord{First: 40, Last: 49, Next: 40, Mark: "cut:49"}, ok: true,
+			want: position{Offset: 40, Cut: 49}, wantNote: "lost the pending cut"},
+		{name: "a batch being written, the group holds its mark", group: position{Offset: 40, Cut: 49}, out: resumeRecord{First: 40, Last: 49, Next: 40, Mark: "cut:49"}, ok: true,
+			want: position{Offset: 40, Cut: 49}},
+		{name: "a batch being written, the group past it", group: position{Offset: 50, Cut: -1}, out: resumeRecord{First: 40, Last: 49, Next: 40, Mark: "cut:49"}, ok: true,
+			want: position{Offset: 50, Cut: -1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,7 +63,11 @@ type fakeResume struct {
 
 func (f *fakeResume) saveResume(_ context.Context, r resumeRecord) error {
 	f.records[fmt.Sprint(r.Topic, "/", r.Partition)] = r
-	f.saved = append(f.saved, fmt.Sprintf("%d-%d@%d", r.First, r.Last, len(f.commits.calls)))
+	writing := ""
+	if r.Mark != "" {
+		writing = " writing"
+	}
+	f.saved = append(f.saved, fmt.Sprintf("%d-%d%s@%d", r.First, r.Last, writing, len(f.commits.calls)))
 	return nil
 }
 
@@ -63,7 +78,8 @@ func (f *fakeResume) loadResume(_ context.Context, topic string, partition int) 
 
 // TestWorkerSavesWhereTheOutputIs: each batch's resume record is saved
 // after its files and before its commit of last+1 (after the mark: the
-// 1st, 3rd, ... commit), so no committed offset is ever ahead of it.
+// 1st, 3rd, ... commit), so no committed offset is ever ahead of it; and,
+// between the mark and the files, a record that the batch is being written.
 func TestWorkerSavesWhereTheOutputIs(t *testing.T) {
 	w, c, s, _ := testWorker(t, &fakeLog{values: logValues(5, nil, []int64{4}), perFetch: 10}, 2, "dead_letter")
 	r := &fakeResume{records: map[string]resumeRecord{}, commits: c}
@@ -71,10 +87,41 @@ func TestWorkerSavesWhereTheOutputIs(t *testing.T) {
 	if err := w.run(context.Background(), position{Offset: 0, Cut: -1}); err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(r.saved); got != "[0-1@1 2-3@3]" {
+	if got := fmt.Sprint(r.saved); got != "[0-1 writing@1 0-1@1 2-3 writing@3 2-3@3]" {
 		t.Errorf("saved %s (batches %v), want each batch after its mark and before its commit", got, s.batches)
 	}
 	if rec, ok, _ := r.loadResume(context.Background(), "t", 0); !ok || rec.Next != 4 {
 		t.Errorf("record %+v: want next 4 (the gap at 4 writes no file)", rec)
+	}
+}
+
+// failingSink records the batches it is given and fails every write, as a
+// process killed while it uploads a batch's files does.
+type failingSink struct{ fakeSink }
+
+func (f *failingSink) Write(ctx context.Context, b *sink.Batch) error {
+	f.fakeSink.Write(ctx, b)
+	return errFatal{fmt.Errorf("killed while writing")}
+}
+
+// TestOutputRemembersABatchBeingWritten: a member dies while it writes a
+// batch (its mark committed, some files stored), then the group loses its
+// offsets with the mark (deleted, expired). The output must still say which
+// batch was being written, so the next run re-cuts exactly it and overwrites
+// those files under the same names: resuming after the last whole batch cut
+// the records at other offsets and wrote them twice (the chaos suite's long
+// run: 1,500 records twice in a partition after the group was deleted).
+func TestOutputRemembersABatchBeingWritten(t *testing.T) {
+	w, c, _, _ := testWorker(t, &fakeLog{values: logValues(100, nil, nil), perFetch: 100}, 40, "dead_letter")
+	r := &fakeResume{records: map[string]resumeRecord{}, commits: c}
+	s := &failingSink{}
+	w.resume, w.sinks, w.target = r, []sink.Sink{s}, -1
+	if err := w.run(context.Background(), position{Offset: 0, Cut: -1}); err == nil {
+		t.Fatal("the run went on after its sink failed")
+	}
+	rec, ok, _ := r.loadResume(context.Background(), "t", 0)
+	got, _ := reconcile(position{Offset: -1, Cut: -1}, rec, ok)
+	if got.Offset != 0 || got.Cut != 39 {
+		t.Errorf("sink saw %v; with the group's offsets gone the run starts at %+v, want a re-cut of 0-39", s.batches, got)
 	}
 }

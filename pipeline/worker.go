@@ -388,10 +388,13 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 			return err
 		}
 		sink.Failpoint(sink.FailMarked)
+		if err := w.saveResume(ctx, last, true); err != nil {
+			return err
+		}
 		if err := w.deliver(ctx, last); err != nil {
 			return err
 		}
-		if err := w.saveResume(ctx, last); err != nil {
+		if err := w.saveResume(ctx, last, false); err != nil {
 			return err
 		}
 		b.delivered, b.last = true, last
