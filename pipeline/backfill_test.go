@@ -45,7 +45,7 @@ dead_letter: {files: true}
 	runTestJob(t, raw, Mode{From: from, To: to, Prefix: BackfillPrefix(from, to)})
 }
 
-func filesUnder(t *testing.T, dir string) []string {
+func filesUnder(t testing.TB, dir string) []string {
 	t.Helper()
 	var out []string
 	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {

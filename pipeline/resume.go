@@ -74,13 +74,17 @@ func (f filesResume) loadResume(ctx context.Context, topic string, partition int
 	return r, true, nil
 }
 
+// noGroupOffset begins the note for a partition the group has no offset for.
+const noGroupOffset = "the group has no committed offset (expired after offsets.retention.minutes, or the group was deleted); "
+
 // reconcile decides where a partition starts from the group's position
 // and the output's resume record. The rule: the furthest of the two wins.
 // The output is ahead only when the group lost its offsets (expired,
 // deleted, reset) or a batch was written but its commit was not; reading
 // from the group's offset then would write records the output already
 // holds under other names. The group is ahead when its last batches wrote
-// no file (all filtered). A pending cut is kept only when the group wins.
+// no file (all filtered). A pending cut is kept when the group wins, or
+// when the output says it was writing that batch and the group lost it.
 // note is what to log when the two disagree, "" when they do not.
 func reconcile(group position, out resumeRecord, ok bool) (pos position, note string) {
 	pos = position{Offset: out.Next, Cut: -1}
@@ -90,7 +94,7 @@ func reconcile(group position, out resumeRecord, ok bool) (pos position, note st
 		pos.Cut, pos.Layout, _ = parseMark(out.Mark)
 		if pos.Cut >= 0 && (group.Offset < out.Next || group.Offset == out.Next && group.Cut < 0) {
 			if group.Offset < 0 {
-				return pos, "the group has no committed offset (expired after offsets.retention.minutes, or the group was deleted); re-cutting the batch the output was writing"
+				return pos, noGroupOffset + "re-cutting the batch the output was writing"
 			}
 			return pos, "the group lost the pending cut the output was writing; re-cutting it so no record is written twice"
 		}
@@ -101,7 +105,7 @@ func reconcile(group position, out resumeRecord, ok bool) (pos position, note st
 	}
 	switch {
 	case group.Offset < 0:
-		return pos, "the group has no committed offset (expired after offsets.retention.minutes, or the group was deleted); resuming after the last batch in the output"
+		return pos, noGroupOffset + "resuming after the last batch in the output"
 	case group.Cut >= 0 && out.First == group.Offset && out.Next == group.Cut+1:
 		return pos, "" // the pending cut was written whole; its commit was not
 	}
