@@ -71,7 +71,7 @@ func (w *worker) stage(ctx context.Context) (bool, error) {
 	}
 	if len(b.rows) > 0 {
 		batch := &sink.Batch{Topic: w.topic, Partition: w.partition, First: b.first, Schema: w.decoder.Schema(),
-			Rows: b.rows, Sources: b.sources, Staged: b.staged, Prefix: w.prefix}
+			Rows: b.rows, Sources: b.sources, Staged: b.staged, Prefix: w.prefix, ValidText: true}
 		if err := w.checkRows(sinks, batch); err != nil {
 			return true, err
 		}

@@ -92,6 +92,11 @@ type Batch struct {
 	// "replay/20261129T0700Z-…/" for a replay, that must not touch the main
 	// output.
 	Prefix string
+	// ValidText says every string in Rows (string, json and map columns) is
+	// valid UTF-8 already, as the decoder's rows are: the Files sink then
+	// does not check each again. Left false, the sink makes any invalid
+	// sequence U+FFFD itself.
+	ValidText bool
 }
 
 // Name is the deterministic base name of the batch, without extension:

@@ -251,7 +251,7 @@ func (f *Files) append(ctx context.Context, st *stagedBatch, b *Batch) error {
 			}
 			fo.open, fo.pw, fo.rows = sf, pw, 0
 		}
-		if err := fo.pw.WriteRow(r); err != nil {
+		if err := fo.pw.writeRow(r, b.ValidText); err != nil {
 			return &RowError{Topic: b.Topic, Partition: b.Partition, Index: i, Offset: sourceOffset(b, i), Err: err}
 		}
 		fo.rows++

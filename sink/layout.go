@@ -206,13 +206,20 @@ func (l *Layout) Group(rows []Row) []FolderGroup {
 	}
 	at := map[string]int{}
 	var groups []FolderGroup
+	var name []byte
+	g := -1
 	for i, r := range rows {
-		f := l.Folder(r)
-		g, ok := at[f]
-		if !ok {
-			g = len(groups)
-			at[f] = g
-			groups = append(groups, FolderGroup{Folder: f})
+		// Rows mostly share their neighbour's folder: only a new name
+		// is looked up, and only a new folder is a new string.
+		name = l.AppendFolder(name[:0], r)
+		if g < 0 || string(name) != groups[g].Folder {
+			var ok bool
+			if g, ok = at[string(name)]; !ok {
+				g = len(groups)
+				f := string(name)
+				at[f] = g
+				groups = append(groups, FolderGroup{Folder: f})
+			}
 		}
 		groups[g].Rows = append(groups[g].Rows, i)
 	}

@@ -257,7 +257,11 @@ func parquetCodec(name string) (compress.Codec, error) {
 
 // WriteRow appends one row. The error names the column whose value does not
 // fit its type (or is null in a required column); the file stays usable.
-func (pw *ParquetWriter) WriteRow(r Row) error {
+func (pw *ParquetWriter) WriteRow(r Row) error { return pw.writeRow(r, false) }
+
+// writeRow is WriteRow; validText says every string in r is valid UTF-8
+// already (Batch.ValidText), so it is not checked again.
+func (pw *ParquetWriter) writeRow(r Row, validText bool) error {
 	if len(r) != len(pw.cols) {
 		return fmt.Errorf("parquet: row has %d values, the schema %d columns", len(r), len(pw.cols))
 	}
@@ -267,7 +271,7 @@ func (pw *ParquetWriter) WriteRow(r Row) error {
 	bytes := pw.pendingBytes
 	for i := range pw.cols {
 		c := &pw.cols[i]
-		if err := pw.appendValue(c, r[i]); err != nil {
+		if err := pw.appendValue(c, r[i], validText); err != nil {
 			for j, n := range pw.mark {
 				clear(pw.pending[j][n:])
 				pw.pending[j] = pw.pending[j][:n]
@@ -346,8 +350,10 @@ func (pw *ParquetWriter) Close() error {
 	return nil
 }
 
-// appendValue adds one column's value of a row to its leaf columns.
-func (pw *ParquetWriter) appendValue(c *parquetColumn, v any) error {
+// appendValue adds one column's value of a row to its leaf columns. It
+// asserts the one Go type the column's type holds (goTypes), so a row
+// costs no reflection.
+func (pw *ParquetWriter) appendValue(c *parquetColumn, v any, validText bool) error {
 	def := 0
 	if c.optional {
 		def = 1
@@ -356,32 +362,55 @@ func (pw *ParquetWriter) appendValue(c *parquetColumn, v any) error {
 		if !c.optional {
 			return fmt.Errorf("null in a required column")
 		}
-		pw.add(c.leaf, parquet.NullValue().Level(0, 0, c.leaf))
+		pw.add(c.leaf, parquet.NullValue().Level(0, 0, c.leaf), 0)
 		if c.field.Type == StringMap {
-			pw.add(c.leaf+1, parquet.NullValue().Level(0, 0, c.leaf+1))
+			pw.add(c.leaf+1, parquet.NullValue().Level(0, 0, c.leaf+1), 0)
 		}
 		return nil
 	}
-	if reflect.TypeOf(v) != c.goType {
-		return fmt.Errorf("holds %T, want %s", v, c.goType)
-	}
 	var val parquet.Value
-	switch x := v.(type) {
-	case string:
-		val = parquet.ByteArrayValue(stringBytes(ValidText(x)))
-	case int32:
+	ok := true
+	switch c.field.Type {
+	case String, JSON:
+		var x string
+		if x, ok = v.(string); ok {
+			if !validText {
+				x = ValidText(x)
+			}
+			pw.add(c.leaf, parquet.ByteArrayValue(stringBytes(x)).Level(0, def, c.leaf), len(x))
+			return nil
+		}
+	case Int32:
+		var x int32
+		x, ok = v.(int32)
 		val = parquet.Int32Value(x)
-	case int64:
+	case Int64:
+		var x int64
+		x, ok = v.(int64)
 		val = parquet.Int64Value(x)
-	case float32:
+	case Float32:
+		var x float32
+		x, ok = v.(float32)
 		val = parquet.FloatValue(x)
-	case float64:
+	case Float64:
+		var x float64
+		x, ok = v.(float64)
 		val = parquet.DoubleValue(x)
-	case bool:
+	case Bool:
+		var x bool
+		x, ok = v.(bool)
 		val = parquet.BooleanValue(x)
-	case []byte:
-		val = parquet.ByteArrayValue(x)
-	case time.Time:
+	case Bytes:
+		var x []byte
+		if x, ok = v.([]byte); ok {
+			pw.add(c.leaf, parquet.ByteArrayValue(x).Level(0, def, c.leaf), len(x))
+			return nil
+		}
+	case Timestamp, Date:
+		var x time.Time
+		if x, ok = v.(time.Time); !ok {
+			break
+		}
 		if !TimeInRange(x) {
 			return fmt.Errorf("%s is outside %s..%s", x.Format(time.RFC3339Nano), MinTime.Format(time.DateOnly), MaxTime.Format(time.DateOnly))
 		}
@@ -393,33 +422,38 @@ func (pw *ParquetWriter) appendValue(c *parquetColumn, v any) error {
 		default:
 			val = parquet.Int64Value(x.UnixMilli())
 		}
-	case map[string]string:
-		pw.appendMap(c, def, x)
-		return nil
+	case StringMap:
+		var x map[string]string
+		if x, ok = v.(map[string]string); ok {
+			pw.appendMap(c, def, x, validText)
+			return nil
+		}
 	}
-	pw.add(c.leaf, val.Level(0, def, c.leaf))
+	if !ok {
+		return fmt.Errorf("holds %T, want %s", v, c.goType)
+	}
+	pw.add(c.leaf, val.Level(0, def, c.leaf), 0)
 	return nil
 }
 
-func (pw *ParquetWriter) add(leaf int, v parquet.Value) {
+// add appends a leaf column's value; n is the bytes of a byte array's
+// content, the rest of pendingBytes' estimate.
+func (pw *ParquetWriter) add(leaf int, v parquet.Value, n int) {
 	pw.pending[leaf] = append(pw.pending[leaf], v)
-	pw.pendingBytes += 8
-	if v.Kind() == parquet.ByteArray {
-		pw.pendingBytes += len(v.ByteArray())
-	}
+	pw.pendingBytes += 8 + n
 }
 
 // appendMap writes a map as its key_value group: every key, then every
 // value, keys sorted so that the same row always makes the same bytes.
-func (pw *ParquetWriter) appendMap(c *parquetColumn, def int, m map[string]string) {
+func (pw *ParquetWriter) appendMap(c *parquetColumn, def int, m map[string]string, validText bool) {
 	if len(m) == 0 { // present but empty: defined up to the map level
-		pw.add(c.leaf, parquet.NullValue().Level(0, def, c.leaf))
-		pw.add(c.leaf+1, parquet.NullValue().Level(0, def, c.leaf+1))
+		pw.add(c.leaf, parquet.NullValue().Level(0, def, c.leaf), 0)
+		pw.add(c.leaf+1, parquet.NullValue().Level(0, def, c.leaf+1), 0)
 		return
 	}
 	entries := pw.entries[:0]
 	for k, v := range m {
-		if !isASCIIOrValid(k) || !isASCIIOrValid(v) {
+		if !validText && (!isASCIIOrValid(k) || !isASCIIOrValid(v)) {
 			entries = entries[:0]
 			for k, v := range ValidMap(m) {
 				entries = append(entries, [2]string{k, v})
@@ -430,11 +464,11 @@ func (pw *ParquetWriter) appendMap(c *parquetColumn, def int, m map[string]strin
 	}
 	slices.SortFunc(entries, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
 	for i, e := range entries {
-		pw.add(c.leaf, parquet.ByteArrayValue(stringBytes(e[0])).Level(min(i, 1), def+1, c.leaf))
+		pw.add(c.leaf, parquet.ByteArrayValue(stringBytes(e[0])).Level(min(i, 1), def+1, c.leaf), len(e[0]))
 	}
 	for i, e := range entries {
 		// The value is optional, so a present value is one level deeper.
-		pw.add(c.leaf+1, parquet.ByteArrayValue(stringBytes(e[1])).Level(min(i, 1), def+2, c.leaf+1))
+		pw.add(c.leaf+1, parquet.ByteArrayValue(stringBytes(e[1])).Level(min(i, 1), def+2, c.leaf+1), len(e[1]))
 	}
 	clear(entries)
 	pw.entries = entries[:0]

@@ -77,10 +77,14 @@ type decodeState struct {
 	vals    valueBoxes
 }
 
-// str returns b as a string carved from the row's arena, so that one
-// allocation holds the text of all of a row's strings. Bytes once handed
-// out are never written again: the arena only grows, and a full arena is
-// replaced, not reused.
+// strArena is the size of a string arena: the text of about 25 of the
+// bench's logs.
+const strArena = 8 << 10
+
+// str returns b as a string carved from the arena, so that one allocation
+// holds the text of many rows' strings. Bytes once handed out are never
+// written again: the arena only grows, and a full arena is replaced, not
+// reused.
 func (st *decodeState) str(b []byte) string {
 	if len(b) == 0 {
 		return ""
@@ -243,21 +247,23 @@ func (d *Decoder) Decode(msg *record.Record, dst sink.Row) (row sink.Row, keep b
 		row = make(sink.Row, n)
 	}
 	st := d.states.Get().(*decodeState)
-	defer func() {
-		st.strs = nil // the row's now
-		d.states.Put(st)
-	}()
+	defer d.states.Put(st)
 	if !d.text {
 		if err := d.scan(msg.Value, st); err != nil {
 			return row, false, err
 		}
 		// Decoded text is seldom longer than its JSON (only invalid UTF-8
-		// grows), so the spans size the arena.
+		// grows), so the spans size the row's part of the arena. Rows share
+		// an arena of strArena bytes: one allocation for the text of tens
+		// of rows, kept alive by any of them (rows are staged and dropped
+		// a chunk at a time).
 		n := 0
 		for _, slot := range d.textSlots {
 			n += st.spans[slot].end - st.spans[slot].start
 		}
-		st.strs = make([]byte, 0, n)
+		if cap(st.strs)-len(st.strs) < n {
+			st.strs = make([]byte, 0, max(n, strArena))
+		}
 	}
 	for i := range d.cols {
 		c := &d.cols[i]
@@ -307,9 +313,10 @@ var errTombstone = errors.New("the value is null (a tombstone)")
 // fieldValue is a value on its way to a column: the JSON text of a value
 // from the record, or the bytes of a Kafka field (raw nil).
 type fieldValue struct {
-	kind jsonKind
-	raw  []byte // JSON text
-	text []byte // jsonString: the string's content, unescaped
+	kind  jsonKind
+	raw   []byte // JSON text
+	text  []byte // jsonString: the string's content, unescaped
+	valid bool   // text is valid UTF-8 already (jsonText made it)
 }
 
 func (d *Decoder) field(c *column, msg *record.Record, st *decodeState) (any, error) {
@@ -321,7 +328,7 @@ func (d *Decoder) field(c *column, msg *record.Record, st *decodeState) (any, er
 		if sp.kind != jsonMissing {
 			v.raw = msg.Value[sp.start:sp.end]
 			if sp.kind == jsonString && c.typ != sink.JSON {
-				v.text = jsonText(msg.Value, sp, &st.text)
+				v.text, v.valid = jsonText(msg.Value, sp, &st.text), true
 			}
 		}
 	case srcValue:
@@ -419,6 +426,9 @@ func (c *column) convert(v fieldValue, st *decodeState) (any, error) {
 	case sink.String:
 		if v.kind != jsonString {
 			return st.vals.strs.box(st.validStr(v.raw)), nil
+		}
+		if v.valid {
+			return st.vals.strs.box(st.str(v.text)), nil
 		}
 		return st.vals.strs.box(st.validStr(v.text)), nil
 

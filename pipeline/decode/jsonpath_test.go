@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestParsePath(t *testing.T) {
@@ -110,5 +111,20 @@ func TestFirstSpecial8(t *testing.T) {
 		var w [8]byte
 		binary.LittleEndian.PutUint64(w[:], rng.Uint64())
 		check(w)
+	}
+}
+
+// isValidText reads eight bytes at a time: a bad or a multi-byte sequence
+// must be seen wherever it sits, in a word or in the tail.
+func TestIsValidTextAtEveryPosition(t *testing.T) {
+	for n := 1; n <= 25; n++ {
+		for at := 0; at < n; at++ {
+			for _, c := range []string{"\xff", "é", "\xc3", "\xed\xa0\x80"} {
+				b := []byte(strings.Repeat("a", at) + c + strings.Repeat("b", n-at-1))
+				if got, want := isValidText(b), utf8.Valid(b); got != want {
+					t.Fatalf("isValidText(%q) = %v, want %v", b, got, want)
+				}
+			}
+		}
 	}
 }
