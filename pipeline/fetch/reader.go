@@ -596,20 +596,15 @@ func (r *PartitionReader) records(res *fetchedPartition) (msgs []record.Record, 
 	if len(res.records) <= 4 {
 		return nil, next, nil
 	}
-	batches := scanBatches(res.records[4:])
-	var set protocol.RecordSet
-	if err := readRecordSet(&set, res.records); err != nil && !errors.Is(err, io.EOF) {
-		return nil, next, fmt.Errorf("%s/%d: decode records at offset %d: %w", r.cfg.Topic, r.cfg.Partition, r.offset, err)
-	}
+	set := res.records[4:]
+	batches := scanBatches(set)
+	// Batches of magic 2 (every broker since Kafka 0.11 writes them) are
+	// read here (v2Records); a set holding older message sets goes through
+	// kafka-go's decoder.
 	var decoded []protocol.RecordReader
-	if s, ok := set.Records.(*protocol.RecordStream); ok {
-		decoded = s.Records
-	}
-	if len(decoded) < len(batches) {
-		// kafka-go stops at the first batch it cannot decode (a bad CRC,
-		// an unknown codec) and keeps the ones before it.
-		if len(decoded) == 0 {
-			return nil, next, fmt.Errorf("%s/%d: %w: cannot decode the record batch at offset %d", r.cfg.Topic, r.cfg.Partition, errBadResponse, batches[0].base)
+	if slices.ContainsFunc(batches, func(b batchHeader) bool { return b.magic < 2 }) {
+		if decoded, err = r.decodeLegacy(res, batches); err != nil {
+			return nil, next, err
 		}
 		batches = batches[:len(decoded)]
 	}
@@ -620,7 +615,9 @@ func (r *PartitionReader) records(res *fetchedPartition) (msgs []record.Record, 
 			n += max(b.records, 0)
 		}
 	}
-	msgs = make([]record.Record, 0, n)
+	// A header's count is only a hint until its batch's CRC is checked:
+	// an uncompressed record takes at least 7 bytes.
+	msgs = make([]record.Record, 0, min(n, len(set)/7+1))
 	data := slab{chunk: min(len(res.records), 1<<20)}
 
 	committed := r.isolation == 1
@@ -635,9 +632,11 @@ func (r *PartitionReader) records(res *fetchedPartition) (msgs []record.Record, 
 	}()
 
 	for i, b := range batches {
-		rr := decoded[i]
-		if !b.sameBatch(rr) {
-			return nil, next, fmt.Errorf("%s/%d: %w: batch %d at offset %d decoded out of step", r.cfg.Topic, r.cfg.Partition, errBadResponse, i, b.base)
+		var rr protocol.RecordReader
+		if decoded != nil {
+			if rr = decoded[i]; !b.sameBatch(rr) {
+				return nil, next, fmt.Errorf("%s/%d: %w: batch %d at offset %d decoded out of step", r.cfg.Topic, r.cfg.Partition, errBadResponse, i, b.base)
+			}
 		}
 		if committed && res.lastStable >= 0 && b.base >= res.lastStable {
 			break // not yet decided; brokers do not send these
@@ -649,17 +648,35 @@ func (r *PartitionReader) records(res *fetchedPartition) (msgs []record.Record, 
 				aborted = aborted[1:]
 			}
 			if b.control() {
-				if isAbortMarker(rr) {
+				abort, err := isAbortMarker(rr, set[b.start:b.end])
+				if err != nil {
+					if i == 0 {
+						return nil, next, r.undecodable(b, err)
+					}
+					r.log.Warn("a record batch cannot be read; the records before it are returned", "offset", b.base, "error", err)
+					return msgs, next, nil
+				}
+				if abort {
 					delete(abortedProducers, b.producerID)
 				}
 			} else if b.transactional() && abortedProducers[b.producerID] {
 				skip = true
 			}
 		}
-		if !skip {
-			msgs, err = r.appendRecords(msgs, rr, &data)
-			if err != nil {
+		if !skip && rr != nil {
+			if msgs, err = r.appendRecords(msgs, rr, &data); err != nil {
 				return nil, next, err
+			}
+		} else if !skip {
+			kept := len(msgs)
+			if msgs, err = r.appendV2(msgs, set[b.start:b.end], &data); err != nil {
+				// As kafka-go did: the batches before one that cannot be
+				// read are returned, and the reader asks again from it.
+				if i == 0 {
+					return nil, next, r.undecodable(b, err)
+				}
+				r.log.Warn("a record batch cannot be read; the records before it are returned", "offset", b.base, "error", err)
+				return msgs[:kept], next, nil
 			}
 		}
 		next = max(next, b.last+1)
@@ -668,6 +685,61 @@ func (r *PartitionReader) records(res *fetchedPartition) (msgs []record.Record, 
 		}
 	}
 	return msgs, next, nil
+}
+
+// decodeLegacy decodes a record set holding message sets older than magic
+// 2 with kafka-go, batch by batch as batches lists them.
+func (r *PartitionReader) decodeLegacy(res *fetchedPartition, batches []batchHeader) ([]protocol.RecordReader, error) {
+	var set protocol.RecordSet
+	if err := readRecordSet(&set, res.records); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s/%d: decode records at offset %d: %w", r.cfg.Topic, r.cfg.Partition, r.offset, err)
+	}
+	var decoded []protocol.RecordReader
+	if s, ok := set.Records.(*protocol.RecordStream); ok {
+		decoded = s.Records
+	}
+	if len(decoded) < len(batches) {
+		// kafka-go stops at the first batch it cannot decode (a bad CRC,
+		// an unknown codec) and keeps the ones before it.
+		if len(decoded) == 0 {
+			return nil, r.undecodable(batches[0], errors.New("kafka-go cannot decode it"))
+		}
+	}
+	return decoded[:min(len(decoded), len(batches))], nil
+}
+
+// undecodable is the error of a response whose first batch cannot be read:
+// the reader retries the fetch.
+func (r *PartitionReader) undecodable(b batchHeader, err error) error {
+	return fmt.Errorf("%s/%d: %w: cannot decode the record batch at offset %d: %v", r.cfg.Topic, r.cfg.Partition, errBadResponse, b.base, err)
+}
+
+// appendV2 appends the records of one v2 batch from the reader's offset on,
+// their keys, values and header values copied into data.
+func (r *PartitionReader) appendV2(msgs []record.Record, batch []byte, data *slab) ([]record.Record, error) {
+	err := v2Records(batch, func(rec *v2Record) error {
+		if rec.Offset < r.offset {
+			return nil
+		}
+		var headers []protocol.Header
+		if len(rec.headers) > 0 {
+			headers = make([]protocol.Header, len(rec.headers))
+			for i, h := range rec.headers {
+				headers[i] = protocol.Header{Key: h.Key, Value: data.bytes(h.Value)}
+			}
+		}
+		msgs = append(msgs, record.Record{
+			Topic:     r.cfg.Topic,
+			Partition: r.cfg.Partition,
+			Offset:    rec.Offset,
+			Key:       data.bytes(rec.Key),
+			Value:     data.bytes(rec.Value),
+			Headers:   headers,
+			Time:      rec.Time,
+		})
+		return nil
+	})
+	return msgs, err
 }
 
 func (r *PartitionReader) appendRecords(msgs []record.Record, rr protocol.RecordReader, data *slab) ([]record.Record, error) {
@@ -743,6 +815,22 @@ func (s *slab) copy(b protocol.Bytes) ([]byte, error) {
 	return out, err
 }
 
+// bytes copies b into the slab; nil stays nil and empty stays non-nil.
+func (s *slab) bytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	if len(b) == 0 {
+		return []byte{}
+	}
+	if cap(s.buf)-len(s.buf) < len(b) {
+		s.buf = make([]byte, 0, max(len(b), s.chunk))
+	}
+	start := len(s.buf)
+	s.buf = append(s.buf, b...)
+	return s.buf[start:len(s.buf):len(s.buf)]
+}
+
 func closeBytes(b protocol.Bytes) {
 	if b != nil {
 		b.Close()
@@ -750,15 +838,30 @@ func closeBytes(b protocol.Bytes) {
 }
 
 // isAbortMarker reports whether a control batch ends a transaction with an
-// abort (control record type 0; 1 is a commit).
-func isAbortMarker(rr protocol.RecordReader) bool {
-	cb, ok := rr.(*protocol.ControlBatch)
-	if !ok {
-		return false
+// abort (control record type 0; 1 is a commit): from kafka-go's decoded
+// batch rr, or else from the batch's bytes (its first record's key is the
+// int16 version and the int16 type).
+func isAbortMarker(rr protocol.RecordReader, batch []byte) (bool, error) {
+	if rr != nil {
+		cb, ok := rr.(*protocol.ControlBatch)
+		if !ok {
+			return false, nil
+		}
+		cr, err := cb.ReadControlRecord()
+		return err == nil && cr.Type == 0, nil
 	}
-	cr, err := cb.ReadControlRecord()
-	return err == nil && cr.Type == 0
+	abort := false
+	err := v2Records(batch, func(rec *v2Record) error {
+		abort = len(rec.Key) >= 4 && binary.BigEndian.Uint16(rec.Key[2:4]) == 0
+		return errStop
+	})
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	return abort, err
 }
+
+var errStop = errors.New("stop")
 
 // followerFallbackError lists the fetch errors a preferred read replica
 // answers when the leader should be asked instead.
@@ -912,6 +1015,7 @@ func parseFetchResponse(version int16, body []byte, topic string, partition int3
 
 // batchHeader is what the reader needs from a record batch's header.
 type batchHeader struct {
+	start, end int // where the batch lies in the record set
 	base, last int64
 	producerID int64
 	records    int
@@ -939,12 +1043,15 @@ func (b batchHeader) sameBatch(rr protocol.RecordReader) bool {
 // the last one short when it does not fit the response.
 func scanBatches(set []byte) []batchHeader {
 	var out []batchHeader
+	at := 0
 	for len(set) >= 17 {
 		size := int(int32(binary.BigEndian.Uint32(set[8:12])))
 		if size < 5 || 12+size > len(set) {
 			break
 		}
 		h := batchHeader{
+			start:      at,
+			end:        at + 12 + size,
 			base:       int64(binary.BigEndian.Uint64(set[0:8])),
 			magic:      int8(set[16]),
 			producerID: -1,
@@ -964,6 +1071,7 @@ func scanBatches(set []byte) []batchHeader {
 		}
 		out = append(out, h)
 		set = set[12+size:]
+		at += 12 + size
 	}
 	return out
 }
