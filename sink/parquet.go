@@ -211,7 +211,12 @@ func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig, pages parque
 		parquet.MaxRowsPerRowGroup(cfg.RowGroupRows),
 		parquet.PageBufferSize(cfg.PageBytes),
 		parquet.DataPageVersion(cfg.DataPageVersion),
-		parquet.DataPageStatistics(true),
+		// Min, max and null count go into the column chunk's statistics and
+		// the page index, where Spark, Trino and Athena read them; not into
+		// every page header as well, as parquet-mr stopped doing in 1.11
+		// (PARQUET-1365): each header's bounds cost a second pass over
+		// the page.
+		parquet.DataPageStatistics(false),
 		parquet.DictionaryMaxBytes(cfg.DictionaryMaxBytes),
 	}
 	if pages != nil {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -227,13 +227,19 @@ func TestParquetRowGroups(t *testing.T) {
 	sameRows(t, got, rows)
 
 	// By size: a row group closes once its estimate passes row_group_bytes.
+	// The text is random hex (it compresses about 2:1): the estimate counts
+	// what is written, after compression.
 	cfg = testParquetConfig()
 	cfg.RowGroupBytes = 64 << 10
 	cfg.PageBytes = 8 << 10
-	big := strings.Repeat("x", 1000)
+	rng := rand.New(rand.NewPCG(1, 2))
 	rows = make([]Row, 500)
 	for i := range rows {
-		rows[i] = Row{time.UnixMilli(int64(i)).UTC(), big + strconv.Itoa(i)}
+		var b strings.Builder
+		for range 1000 {
+			b.WriteByte("0123456789abcdef"[rng.IntN(16)])
+		}
+		rows[i] = Row{time.UnixMilli(int64(i)).UTC(), b.String()}
 	}
 	data = encodeParquet(t, s, cfg, rows)
 	f, got = decodeParquet(t, s, data)
