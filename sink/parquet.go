@@ -475,7 +475,18 @@ func (pw *ParquetWriter) appendMap(c *parquetColumn, def int, m map[string]strin
 		}
 		entries = append(entries, [2]string{k, v})
 	}
-	slices.SortFunc(entries, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+	// By key. Most maps are small, and an insertion sort of a few entries
+	// is cheaper than a general sort's calls to a compare function; a
+	// large map (a hostile record's) must not cost quadratic time.
+	if len(entries) <= 12 {
+		for i := 1; i < len(entries); i++ {
+			for j := i; j > 0 && entries[j][0] < entries[j-1][0]; j-- {
+				entries[j], entries[j-1] = entries[j-1], entries[j]
+			}
+		}
+	} else {
+		slices.SortFunc(entries, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+	}
 	for i, e := range entries {
 		pw.add(c.leaf, parquet.ByteArrayValue(stringBytes(e[0])), min(i, 1), def+1, len(e[0]))
 	}

@@ -349,9 +349,20 @@ func (d *Decoder) field(c *column, msg *record.Record, st *decodeState) (any, er
 	case srcTopic:
 		v = fieldValue{kind: jsonString, text: []byte(msg.Topic)}
 	case srcPartition:
+		// An integer column takes the number as it is; any other type
+		// converts its text, as for a number in the JSON.
+		switch c.typ {
+		case sink.Int32:
+			return st.vals.int32s.box(int32(msg.Partition)), nil
+		case sink.Int64:
+			return st.vals.int64s.box(int64(msg.Partition)), nil
+		}
 		st.num = strconv.AppendInt(st.num[:0], int64(msg.Partition), 10)
 		v = fieldValue{kind: jsonNumber, raw: st.num}
 	case srcOffset:
+		if c.typ == sink.Int64 {
+			return st.vals.int64s.box(msg.Offset), nil
+		}
 		st.num = strconv.AppendInt(st.num[:0], msg.Offset, 10)
 		v = fieldValue{kind: jsonNumber, raw: st.num}
 	case srcTimestamp:
