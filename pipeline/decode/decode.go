@@ -75,6 +75,7 @@ type decodeState struct {
 	strs    []byte // the current row's string arena
 	fixed   []byte // text with invalid UTF-8 repaired
 	vals    valueBoxes
+	maps    mapCache
 }
 
 // strArena is the size of a string arena: the text of about 25 of the
@@ -548,6 +549,10 @@ func (c *column) convert(v fieldValue, st *decodeState) (any, error) {
 		if v.kind != jsonObject {
 			return nil, c.notA(v)
 		}
+		slot := st.maps.slot(v.raw)
+		if slot != nil && slot.hit(v.raw) {
+			return slot.m, nil
+		}
 		m := make(map[string]string)
 		eachMember(v.raw, jsonSpan{end: len(v.raw), kind: jsonObject}, &st.keys, func(key []byte, mv jsonSpan) {
 			switch mv.kind {
@@ -558,6 +563,11 @@ func (c *column) convert(v fieldValue, st *decodeState) (any, error) {
 				m[st.validStr(key)] = st.validStr(v.raw[mv.start:mv.end])
 			}
 		})
+		if slot != nil {
+			// The copy of the text comes from the arena: a cached map
+			// pins at most its own arena block.
+			slot.text, slot.m = st.str(v.raw), m
+		}
 		return m, nil
 	}
 	return nil, fmt.Errorf("column %q: type %s has no conversion", c.name, c.typ)

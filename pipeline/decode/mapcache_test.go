@@ -1,0 +1,62 @@
+package decode
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/logstore/logstore/pipeline/record"
+	"github.com/logstore/logstore/sink"
+)
+
+// Records that repeat a JSON object share one map, and every record gets
+// the map of its own object: with many more distinct objects than the
+// cache has slots (evictions, slots shared by different texts), objects
+// that differ in a byte, escapes, invalid UTF-8 and null members.
+func TestMapCacheGivesEachObjectItsMap(t *testing.T) {
+	d := newTestDecoder(t, SchemaConfig{Columns: []ColumnConfig{{Name: "labels", Type: sink.StringMap}}})
+	type object struct {
+		json string
+		want map[string]string
+	}
+	var objects []object
+	for i := range 300 {
+		objects = append(objects, object{
+			fmt.Sprintf(`{"zone":"az-%d","v":"1.%d"}`, i%3, i),
+			map[string]string{"zone": fmt.Sprintf("az-%d", i%3), "v": fmt.Sprintf("1.%d", i)},
+		})
+	}
+	objects = append(objects,
+		object{`{"a":"\u00e9\n","b":null}`, map[string]string{"a": "é\n"}},
+		object{"{\"a\":\"x\xffy\",\"n\":12.5}", map[string]string{"a": "x\uFFFDy", "n": "12.5"}},
+		object{`{"a":"x","a":"y"}`, map[string]string{"a": "y"}},
+		object{`{}`, map[string]string{}},
+	)
+	rng := rand.New(rand.NewPCG(7, 7))
+	first := map[string]uintptr{}
+	shared := 0
+	for n := range 20_000 {
+		o := objects[rng.IntN(len(objects))]
+		if n%2 == 0 { // repeat a few often, as logs do
+			o = objects[rng.IntN(4)]
+		}
+		row, _, err := d.Decode(&record.Record{Value: []byte(`{"labels":` + o.json + `}`)}, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", o.json, err)
+		}
+		got, _ := row[0].(map[string]string)
+		if !reflect.DeepEqual(got, o.want) {
+			t.Fatalf("record %d, %s: got %v, want %v", n, o.json, got, o.want)
+		}
+		p := reflect.ValueOf(got).Pointer()
+		if first[o.json] == p {
+			shared++
+		}
+		first[o.json] = p
+	}
+	t.Logf("%d of 20,000 records shared the map of an object seen before", shared)
+	if shared < 5_000 && !raceEnabled {
+		t.Errorf("only %d of 20,000 records shared the map of an object seen before", shared)
+	}
+}
