@@ -61,6 +61,7 @@ type column struct {
 	def      any // the default, already converted; nil for none
 	tf       timeFormat
 	expr     *celProgram
+	maps     *mapCache // a map column's maps by object text
 }
 
 // decodeState is the per-call scratch, pooled so a Decode allocates only
@@ -75,7 +76,6 @@ type decodeState struct {
 	strs    []byte // the current row's string arena
 	fixed   []byte // text with invalid UTF-8 repaired
 	vals    valueBoxes
-	maps    mapCache
 }
 
 // strArena is the size of a string arena: the text of about 25 of the
@@ -215,6 +215,9 @@ func newDecoder(cfg *SchemaConfig) (*Decoder, error) {
 				return nil, confkey.Errorf(key+".default", "%v", err)
 			}
 			c.def = v
+		}
+		if c.typ == sink.StringMap {
+			c.maps = new(mapCache)
 		}
 		d.cols = append(d.cols, c)
 		d.schema.Fields = append(d.schema.Fields, sink.Field{
@@ -549,9 +552,11 @@ func (c *column) convert(v fieldValue, st *decodeState) (any, error) {
 		if v.kind != jsonObject {
 			return nil, c.notA(v)
 		}
-		slot := st.maps.slot(v.raw)
-		if slot != nil && slot.hit(v.raw) {
-			return slot.m, nil
+		slot := c.maps.slot(v.raw)
+		if slot != nil {
+			if m := lookup(slot, v.raw); m != nil {
+				return m, nil
+			}
 		}
 		m := make(map[string]string)
 		eachMember(v.raw, jsonSpan{end: len(v.raw), kind: jsonObject}, &st.keys, func(key []byte, mv jsonSpan) {
@@ -566,7 +571,7 @@ func (c *column) convert(v fieldValue, st *decodeState) (any, error) {
 		if slot != nil {
 			// The copy of the text comes from the arena: a cached map
 			// pins at most its own arena block.
-			slot.text, slot.m = st.str(v.raw), m
+			slot.Store(&mapCacheEntry{text: st.str(v.raw), m: m})
 		}
 		return m, nil
 	}

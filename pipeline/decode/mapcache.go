@@ -2,6 +2,7 @@ package decode
 
 import (
 	"hash/maphash"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -12,39 +13,45 @@ import (
 // per entry, the most expensive column of a log line. The map is a pure
 // function of the text, so a shared map is the map the record would have
 // had. Rows treat maps as read-only (nothing in the pipeline or the sinks
-// writes to one), which is what makes sharing them safe.
+// writes to one), which is what makes sharing them, across partitions and
+// goroutines too, safe.
 //
-// It is direct-mapped: the text's hash picks one slot, and a miss
-// replaces what the slot held. Objects that never repeat cost a hash and a
-// copy of their text per record, and evict each other; no more.
+// One cache serves a Decoder, so every partition's worker hits what
+// another built. It is direct-mapped: the text's hash picks one slot, and
+// a miss replaces the slot's entry (entries are immutable, swapped
+// atomically). Objects that never repeat cost a hash and a copy of their
+// text per record, and evict each other; no more.
 type mapCache struct {
-	slots [mapCacheSlots]mapCacheSlot
+	slots [mapCacheSlots]atomic.Pointer[mapCacheEntry]
 }
 
-const mapCacheSlots = 64
+const mapCacheSlots = 256
 
 // mapCacheMax is the longest object text cached: longer objects are seldom
-// repeated and would pin their text.
+// repeated and would pin more memory.
 const mapCacheMax = 512
 
-type mapCacheSlot struct {
-	text string // the object's JSON text (a copy); "" for an empty slot
+type mapCacheEntry struct {
+	text string // the object's JSON text (a copy)
 	m    map[string]string
 }
 
 var mapCacheSeed = maphash.MakeSeed()
 
-// slot is where the map of the object text raw is kept: its map if the
-// slot's text is raw (a hit), else the slot to keep it in once built (see
-// keep). nil for a text too long or empty to cache.
-func (c *mapCache) slot(raw []byte) *mapCacheSlot {
-	if len(raw) > mapCacheMax || len(raw) == 0 {
+// slot is where the map of the object text raw is kept; nil for a text
+// too long or empty to cache, or without a cache (a column's default
+// value is converted before the column has one).
+func (c *mapCache) slot(raw []byte) *atomic.Pointer[mapCacheEntry] {
+	if c == nil || len(raw) > mapCacheMax || len(raw) == 0 {
 		return nil
 	}
 	return &c.slots[maphash.Bytes(mapCacheSeed, raw)%mapCacheSlots]
 }
 
-// hit reports whether s holds the map of raw.
-func (s *mapCacheSlot) hit(raw []byte) bool {
-	return s.text == unsafe.String(unsafe.SliceData(raw), len(raw))
+// lookup returns the cached map of raw, or nil.
+func lookup(slot *atomic.Pointer[mapCacheEntry], raw []byte) map[string]string {
+	if e := slot.Load(); e != nil && e.text == unsafe.String(unsafe.SliceData(raw), len(raw)) {
+		return e.m
+	}
+	return nil
 }

@@ -1,5 +1,0 @@
-//go:build !race
-
-package decode
-
-const raceEnabled = false
