@@ -69,7 +69,8 @@ const (
 // celProgram is one compiled expression.
 type celProgram struct {
 	prog cel.Program
-	refs []int // the columns it reads, for the null hint of a failure
+	refs []int    // the columns it reads, for the null hint of a failure
+	fast fastExpr // the same on the row's values, when it is that simple; nil otherwise
 }
 
 func celType(t sink.Type) *cel.Type {
@@ -216,6 +217,9 @@ func (d *Decoder) compile(env *cel.Env, src, key string, at int) (*celProgram, *
 		return nil, nil, confkey.Errorf(key, "%v", err)
 	}
 	p.prog = prog
+	if ast.OutputType().Kind() == types.BoolKind {
+		p.fast = d.compileFast(ast.NativeRep().Expr())
+	}
 	return p, ast.OutputType(), nil
 }
 
@@ -253,6 +257,12 @@ func (d *Decoder) transform(row sink.Row, msg *record.Record, st *decodeState) (
 			}
 		}
 		c := &d.cols[i]
+		if c.expr.fast != nil && c.typ == sink.Bool {
+			if r := c.expr.fast(row); r != fastError {
+				row[i] = r == fastTrue
+				continue
+			}
+		}
 		out, _, err := c.expr.prog.Eval(&st.act)
 		if err != nil {
 			return false, fmt.Errorf("column %q: expr: %v%s", c.name, err, d.nullHint(c.expr, row))
@@ -270,6 +280,11 @@ func (d *Decoder) transform(row sink.Row, msg *record.Record, st *decodeState) (
 }
 
 func (d *Decoder) filter(st *decodeState) (bool, error) {
+	if d.where.fast != nil {
+		if r := d.where.fast(st.act.row); r != fastError {
+			return r == fastTrue, nil
+		}
+	}
 	out, _, err := d.where.prog.Eval(&st.act)
 	if err != nil {
 		return false, fmt.Errorf("where: %v%s", err, d.nullHint(d.where, st.act.row))
