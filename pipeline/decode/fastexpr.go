@@ -58,25 +58,20 @@ func (d *Decoder) compileFast(e ast.Expr) fastExpr {
 		if l == nil || r == nil {
 			return nil
 		}
-		if call.FunctionName() == operators.LogicalAnd {
-			return func(row sink.Row) fastResult {
-				a, b := l(row), r(row)
-				switch {
-				case a == fastFalse || b == fastFalse:
-					return fastFalse
-				case a == fastTrue && b == fastTrue:
-					return fastTrue
-				}
-				return fastError
-			}
+		// One side false decides &&, one side true decides ||, whatever
+		// the other side gives (an error included); both the other way
+		// decide it the other way; anything else is CEL's error.
+		decides, otherwise := fastFalse, fastTrue
+		if call.FunctionName() == operators.LogicalOr {
+			decides, otherwise = fastTrue, fastFalse
 		}
 		return func(row sink.Row) fastResult {
 			a, b := l(row), r(row)
 			switch {
-			case a == fastTrue || b == fastTrue:
-				return fastTrue
-			case a == fastFalse && b == fastFalse:
-				return fastFalse
+			case a == decides || b == decides:
+				return decides
+			case a == otherwise && b == otherwise:
+				return otherwise
 			}
 			return fastError
 		}
@@ -136,73 +131,50 @@ func compareFast(i int, t sink.Type, op string, lit ref.Val) fastExpr {
 	}
 	switch x := lit.(type) {
 	case types.String:
-		if t != sink.String {
-			return nil
-		}
-		c := string(x)
-		return func(row sink.Row) fastResult {
-			v, ok := row[i].(string)
-			if !ok {
-				return null
-			}
-			return fastBool(compare(op, v, c))
+		if t == sink.String {
+			return columnVs(i, op, string(x), null, func(v string) string { return v })
 		}
 	case types.Int:
-		c := int64(x)
 		switch t {
 		case sink.Int32:
-			return func(row sink.Row) fastResult {
-				v, ok := row[i].(int32)
-				if !ok {
-					return null
-				}
-				return fastBool(compare(op, int64(v), c))
-			}
+			return columnVs(i, op, int64(x), null, func(v int32) int64 { return int64(v) })
 		case sink.Int64:
-			return func(row sink.Row) fastResult {
-				v, ok := row[i].(int64)
-				if !ok {
-					return null
-				}
-				return fastBool(compare(op, v, c))
-			}
+			return columnVs(i, op, int64(x), null, func(v int64) int64 { return v })
 		}
 	case types.Double:
-		c := float64(x)
 		// NaN compares as in Go: CEL's double overloads are Go's operators
 		// (TestFastExprAgreesWithCEL has NaN and the infinities).
 		switch t {
 		case sink.Float32:
-			return func(row sink.Row) fastResult {
-				v, ok := row[i].(float32)
-				if !ok {
-					return null
-				}
-				return fastBool(compare(op, float64(v), c))
-			}
+			return columnVs(i, op, float64(x), null, func(v float32) float64 { return float64(v) })
 		case sink.Float64:
-			return func(row sink.Row) fastResult {
-				v, ok := row[i].(float64)
-				if !ok {
-					return null
-				}
-				return fastBool(compare(op, v, c))
-			}
+			return columnVs(i, op, float64(x), null, func(v float64) float64 { return v })
 		}
 	case types.Bool:
-		if t != sink.Bool || !equality {
-			return nil
-		}
-		c := bool(x)
-		return func(row sink.Row) fastResult {
-			v, ok := row[i].(bool)
-			if !ok {
-				return null
+		if t == sink.Bool && equality {
+			c := bool(x)
+			return func(row sink.Row) fastResult {
+				v, ok := row[i].(bool)
+				if !ok {
+					return null
+				}
+				return fastBool((v == c) == (op == operators.Equals))
 			}
-			return fastBool((v == c) == (op == operators.Equals))
 		}
 	}
 	return nil
+}
+
+// columnVs compares column i, a V in the row (or nil: null), as a C with
+// the constant c.
+func columnVs[V any, C int64 | float64 | string](i int, op string, c C, null fastResult, as func(V) C) fastExpr {
+	return func(row sink.Row) fastResult {
+		v, ok := row[i].(V)
+		if !ok {
+			return null
+		}
+		return fastBool(compare(op, as(v), c))
+	}
 }
 
 func compare[T int64 | float64 | string](op string, a, b T) bool {
