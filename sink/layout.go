@@ -67,11 +67,8 @@ func newLayout(by []PartitionColumn, s *Schema) (*Layout, error) {
 	return l, nil
 }
 
-// Folder is the row's folder path, e.g. "dt=2026-11-29/hour=07"; empty
-// without partition columns.
-func (l *Layout) Folder(r Row) string { return string(l.AppendFolder(nil, r)) }
-
-// AppendFolder appends the row's folder path to dst: Folder without an
+// AppendFolder appends the row's folder path to dst, e.g.
+// "dt=2026-11-29/hour=07" (nothing without partition columns); without an
 // allocation once dst has room, for the per-row lookup of a row's file.
 func (l *Layout) AppendFolder(dst []byte, r Row) []byte {
 	for i := range l.levels {

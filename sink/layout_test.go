@@ -41,7 +41,7 @@ func TestLayoutFolder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := l.Folder(tc.row); got != tc.want {
+			if got := string(l.AppendFolder(nil, tc.row)); got != tc.want {
 				t.Errorf("Folder = %q, want %q", got, tc.want)
 			}
 		})

@@ -552,11 +552,9 @@ func (c *column) convert(v fieldValue, st *decodeState) (any, error) {
 		if v.kind != jsonObject {
 			return nil, c.notA(v)
 		}
-		slot := c.maps.slot(v.raw)
-		if slot != nil {
-			if m := lookup(slot, v.raw); m != nil {
-				return m, nil
-			}
+		cached, slot := c.maps.lookup(v.raw)
+		if cached != nil {
+			return cached, nil
 		}
 		m := make(map[string]string)
 		eachMember(v.raw, jsonSpan{end: len(v.raw), kind: jsonObject}, &st.keys, func(key []byte, mv jsonSpan) {

@@ -38,20 +38,17 @@ type mapCacheEntry struct {
 
 var mapCacheSeed = maphash.MakeSeed()
 
-// slot is where the map of the object text raw is kept; nil for a text
-// too long or empty to cache, or without a cache (a column's default
-// value is converted before the column has one).
-func (c *mapCache) slot(raw []byte) *atomic.Pointer[mapCacheEntry] {
+// lookup returns the cached map of the object text raw, or else the slot
+// to keep it in once built (nil for a text too long or empty to cache, or
+// without a cache: a column's default value is converted before the column
+// has one).
+func (c *mapCache) lookup(raw []byte) (map[string]string, *atomic.Pointer[mapCacheEntry]) {
 	if c == nil || len(raw) > mapCacheMax || len(raw) == 0 {
-		return nil
+		return nil, nil
 	}
-	return &c.slots[maphash.Bytes(mapCacheSeed, raw)%mapCacheSlots]
-}
-
-// lookup returns the cached map of raw, or nil.
-func lookup(slot *atomic.Pointer[mapCacheEntry], raw []byte) map[string]string {
+	slot := &c.slots[maphash.Bytes(mapCacheSeed, raw)%mapCacheSlots]
 	if e := slot.Load(); e != nil && e.text == unsafe.String(unsafe.SliceData(raw), len(raw)) {
-		return e.m
+		return e.m, nil
 	}
-	return nil
+	return nil, slot
 }

@@ -650,11 +650,7 @@ func (r *PartitionReader) records(res *fetchedPartition) (msgs []record.Record, 
 			if b.control() {
 				abort, err := isAbortMarker(rr, set[b.start:b.end])
 				if err != nil {
-					if i == 0 {
-						return nil, next, r.undecodable(b, err)
-					}
-					r.log.Warn("a record batch cannot be read; the records before it are returned", "offset", b.base, "error", err)
-					return msgs, next, nil
+					return r.cutAt(i, b, msgs, next, err)
 				}
 				if abort {
 					delete(abortedProducers, b.producerID)
@@ -670,13 +666,7 @@ func (r *PartitionReader) records(res *fetchedPartition) (msgs []record.Record, 
 		} else if !skip {
 			kept := len(msgs)
 			if msgs, err = r.appendV2(msgs, set[b.start:b.end], &data); err != nil {
-				// As kafka-go did: the batches before one that cannot be
-				// read are returned, and the reader asks again from it.
-				if i == 0 {
-					return nil, next, r.undecodable(b, err)
-				}
-				r.log.Warn("a record batch cannot be read; the records before it are returned", "offset", b.base, "error", err)
-				return msgs[:kept], next, nil
+				return r.cutAt(i, b, msgs[:kept], next, err)
 			}
 		}
 		next = max(next, b.last+1)
@@ -698,14 +688,23 @@ func (r *PartitionReader) decodeLegacy(res *fetchedPartition, batches []batchHea
 	if s, ok := set.Records.(*protocol.RecordStream); ok {
 		decoded = s.Records
 	}
-	if len(decoded) < len(batches) {
-		// kafka-go stops at the first batch it cannot decode (a bad CRC,
-		// an unknown codec) and keeps the ones before it.
-		if len(decoded) == 0 {
-			return nil, r.undecodable(batches[0], errors.New("kafka-go cannot decode it"))
-		}
+	// kafka-go stops at the first batch it cannot decode (a bad CRC, an
+	// unknown codec) and keeps the ones before it.
+	if len(decoded) == 0 {
+		return nil, r.undecodable(batches[0], errors.New("kafka-go cannot decode it"))
 	}
 	return decoded[:min(len(decoded), len(batches))], nil
+}
+
+// cutAt ends records at batch i (b), which cannot be read, as kafka-go's
+// decoder did: the records of the batches before it are returned and the
+// reader asks again from it; when it is the first, the response is bad.
+func (r *PartitionReader) cutAt(i int, b batchHeader, msgs []record.Record, next int64, err error) ([]record.Record, int64, error) {
+	if i == 0 {
+		return nil, next, r.undecodable(b, err)
+	}
+	r.log.Warn("a record batch cannot be read; the records before it are returned", "offset", b.base, "error", err)
+	return msgs, next, nil
 }
 
 // undecodable is the error of a response whose first batch cannot be read:
