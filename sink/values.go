@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"encoding/binary"
 	"maps"
 	"slices"
 	"time"
@@ -85,19 +86,22 @@ func ValidMap(m map[string]string) map[string]string {
 	return out
 }
 
-// isASCIIOrValid reports whether s is valid UTF-8; eight bytes at a time
-// while they are ASCII, as most of a log's text is.
-func isASCIIOrValid(s string) bool {
-	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		if s[i]|s[i+1]|s[i+2]|s[i+3]|s[i+4]|s[i+5]|s[i+6]|s[i+7] >= utf8.RuneSelf {
-			return utf8.ValidString(s[i:])
+// ValidUTF8 reports whether b is valid UTF-8; eight bytes at a time while
+// they are ASCII, as most of a log's text is. The decoder's check too.
+func ValidUTF8(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b)&0x8080808080808080 != 0 {
+			return utf8.Valid(b)
 		}
+		b = b[8:]
 	}
-	for ; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return utf8.ValidString(s[i:])
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return utf8.Valid(b)
 		}
 	}
 	return true
 }
+
+// isASCIIOrValid is ValidUTF8 for a string.
+func isASCIIOrValid(s string) bool { return ValidUTF8(stringBytes(s)) }

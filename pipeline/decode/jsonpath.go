@@ -505,22 +505,9 @@ func jsonText(doc []byte, sp jsonSpan, scratch *[]byte) []byte {
 	return *scratch
 }
 
-// isValidText reports whether b is valid UTF-8, quickly for ASCII: eight
-// bytes at a time.
-func isValidText(b []byte) bool {
-	for len(b) >= 8 {
-		if binary.LittleEndian.Uint64(b)&0x8080808080808080 != 0 {
-			return utf8.Valid(b)
-		}
-		b = b[8:]
-	}
-	for _, c := range b {
-		if c >= utf8.RuneSelf {
-			return utf8.Valid(b)
-		}
-	}
-	return true
-}
+// isValidText reports whether b is valid UTF-8 (sink.ValidUTF8, the rule
+// every string a file holds follows).
+func isValidText(b []byte) bool { return sink.ValidUTF8(b) }
 
 // appendUnquoted appends the text of a JSON string's content (between the
 // quotes, escapes already validated by the scanner).
