@@ -61,10 +61,10 @@ type worker struct {
 	fetchHeld  int64 // the budget the current fetch holds
 
 	batch   openBatch
-	next    int64 // the next offset to take
-	cut     int64 // a pending re-cut b, or -1
-	reached bool  // the target was reached and committed
-	slab    []any // storage for the next rows
+	next    int64     // the next offset to take
+	cut     int64     // a pending re-cut b, or -1
+	reached bool      // the target was reached and committed
+	rows    rowBlocks // storage for the rows
 	// cutLayout is the layout the pending cut was made with when it is not
 	// the current one; using is the layout of the batch being written.
 	cutLayout string
@@ -328,12 +328,7 @@ func (w *worker) recordCost(m *record.Record) int64 {
 // take decodes one record into the open batch, or makes it a dead letter.
 func (w *worker) take(m *record.Record) error {
 	w.stats.Records.Add(1)
-	if len(w.slab) < w.columns {
-		// Rows are cut from a shared block: one allocation per 256 rows
-		// instead of one per row.
-		w.slab = make([]any, 256*w.columns)
-	}
-	row, keep, err := w.decoder.Decode(m, w.slab[:w.columns:w.columns])
+	row, keep, err := w.decoder.Decode(m, w.rows.row(w.columns))
 	b := &w.batch
 	if err != nil {
 		dead := len(b.dead)
@@ -350,7 +345,7 @@ func (w *worker) take(m *record.Record) error {
 		return nil
 	}
 	b.rows = append(b.rows, row)
-	w.slab = w.slab[w.columns:]
+	w.rows.keep()
 	src := sink.Source{Offset: m.Offset, Timestamp: m.Time}
 	if w.originals {
 		src.Key, src.Value = m.Key, m.Value
@@ -410,6 +405,7 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 	w.log.Debug("batch committed", "first", b.first, "last", last, "rows", b.staged+len(b.rows), "dead_letters", len(b.dead))
 	w.budget.release(b.bytes)
 	*b = openBatch{first: last + 1, opened: time.Now()}
+	w.rows.release()
 	if last == w.cut {
 		w.cutLayout = ""
 	}
