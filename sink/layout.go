@@ -2,7 +2,6 @@ package sink
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -183,45 +182,6 @@ func escapeFolderValue(s string) string {
 
 func folderSafe(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.'
-}
-
-// FolderGroup is the rows of a batch that share one folder.
-type FolderGroup struct {
-	Folder string
-	Rows   []int // indexes into Batch.Rows, in batch order
-}
-
-// Group splits rows by folder, folders in sorted order, so the same batch
-// always yields the same files in the same order.
-func (l *Layout) Group(rows []Row) []FolderGroup {
-	if len(l.levels) == 0 {
-		all := make([]int, len(rows))
-		for i := range all {
-			all[i] = i
-		}
-		return []FolderGroup{{Rows: all}}
-	}
-	at := map[string]int{}
-	var groups []FolderGroup
-	var name []byte
-	g := -1
-	for i, r := range rows {
-		// Rows mostly share their neighbour's folder: only a new name
-		// is looked up, and only a new folder is a new string.
-		name = l.AppendFolder(name[:0], r)
-		if g < 0 || string(name) != groups[g].Folder {
-			var ok bool
-			if g, ok = at[string(name)]; !ok {
-				g = len(groups)
-				f := string(name)
-				at[f] = g
-				groups = append(groups, FolderGroup{Folder: f})
-			}
-		}
-		groups[g].Rows = append(groups[g].Rows, i)
-	}
-	slices.SortFunc(groups, func(a, b FolderGroup) int { return strings.Compare(a.Folder, b.Folder) })
-	return groups
 }
 
 // objectKey is a file's key below the sink's root:

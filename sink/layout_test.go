@@ -1,7 +1,6 @@
 package sink
 
 import (
-	"reflect"
 	"testing"
 	"time"
 )
@@ -57,26 +56,6 @@ func TestLayoutRefuses(t *testing.T) {
 		if _, err := newLayout(by, s); err == nil {
 			t.Errorf("newLayout(%v) took it", by)
 		}
-	}
-}
-
-func TestLayoutGroupIsSortedAndKeepsRowOrder(t *testing.T) {
-	l, err := newLayout([]PartitionColumn{{Name: "service", Column: "service"}}, layoutSchema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := []Row{{nil, "web"}, {nil, "api"}, {nil, "web"}, {nil, nil}, {nil, "api"}}
-	for i := range rows {
-		rows[i] = append(rows[i], nil, nil)
-	}
-	got := l.Group(rows)
-	want := []FolderGroup{
-		{"service=__HIVE_DEFAULT_PARTITION__", []int{3}},
-		{"service=api", []int{1, 4}},
-		{"service=web", []int{0, 2}},
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("Group = %v, want %v", got, want)
 	}
 }
 

@@ -79,13 +79,23 @@ func (f *Files) CheckRows(b *Batch) []*RowError {
 	// staged, before the cut says where the batch ends.
 	longest := *b
 	longest.Last = math.MaxInt64
+	// Rows mostly share their neighbour's folder: a folder is checked
+	// once, and only a new folder is a new string.
 	var out []*RowError
-	for _, g := range layout.Group(b.Rows) {
-		err := kc.CheckKey(objectKey(f.prefix, g.Folder, &longest, longestPart))
-		if err == nil {
-			continue
+	checked := map[string]error{}
+	var name []byte
+	var folder string
+	for i, r := range b.Rows {
+		name = layout.AppendFolder(name[:0], r)
+		if i == 0 || string(name) != folder {
+			folder = string(name)
+			var ok bool
+			if err, ok = checked[folder]; !ok {
+				err = kc.CheckKey(objectKey(f.prefix, folder, &longest, longestPart))
+				checked[folder] = err
+			}
 		}
-		for _, i := range g.Rows {
+		if err != nil {
 			out = append(out, &RowError{Topic: b.Topic, Partition: b.Partition, Index: i, Offset: sourceOffset(b, i), Err: err})
 		}
 	}
