@@ -6,6 +6,16 @@ import (
 	"github.com/logstore/logstore/sink"
 )
 
+// rowsGone is called when the batch lets go of its rows (staged into every
+// sink, or the batch is over): their storage and their values' storage are
+// used again for the next rows.
+func (w *worker) rowsGone() {
+	w.rows.release()
+	if w.scratch != nil {
+		w.scratch.Release()
+	}
+}
+
 // blockRows is how many rows one block holds.
 const blockRows = 256
 
@@ -18,11 +28,12 @@ const blockRows = 256
 // allocated. The pool is a sync.Pool, so blocks idle through two
 // collections are freed: a worker keeps no more than it uses.
 //
-// The rule that makes it safe: nothing keeps a sink.Row after the batch
-// lets go of it. The sinks copy what they keep (the Parquet writer's
-// values point at a row's strings, never at the row), dead letters are
-// made of the record's bytes or of the row as JSON, and the filter and
-// expressions read rows only while the decoder runs.
+// The rule that makes it safe: nothing keeps a sink.Row, or a value taken
+// from one, after the batch lets go of it. The sinks copy what they keep
+// (the Parquet writer's values point at a string's text, which is not
+// reused, never at the row or the value), dead letters are made of the
+// record's bytes or of the row as JSON, and the filter and expressions
+// read rows only while the decoder runs.
 type rowBlocks struct {
 	columns int
 	cur     []any   // the block rows are cut from now

@@ -102,7 +102,7 @@ func (w *worker) stage(ctx context.Context) (bool, error) {
 		clear(b.rows) // the rows' values can go now, not when the slice is reused
 		clear(b.sources)
 		b.rows, b.sources = b.rows[:0], b.sources[:0]
-		w.rows.release()
+		w.rowsGone()
 		w.stats.StagedRows.Add(int64(len(batch.Rows)))
 	}
 	held := b.bytes - b.deadBytes

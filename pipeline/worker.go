@@ -61,10 +61,11 @@ type worker struct {
 	fetchHeld  int64 // the budget the current fetch holds
 
 	batch   openBatch
-	next    int64     // the next offset to take
-	cut     int64     // a pending re-cut b, or -1
-	reached bool      // the target was reached and committed
-	rows    rowBlocks // storage for the rows
+	next    int64           // the next offset to take
+	cut     int64           // a pending re-cut b, or -1
+	reached bool            // the target was reached and committed
+	rows    rowBlocks       // storage for the rows
+	scratch *decode.Scratch // storage for their values; nil until the first record
 	// cutLayout is the layout the pending cut was made with when it is not
 	// the current one; using is the layout of the batch being written.
 	cutLayout string
@@ -328,7 +329,10 @@ func (w *worker) recordCost(m *record.Record) int64 {
 // take decodes one record into the open batch, or makes it a dead letter.
 func (w *worker) take(m *record.Record) error {
 	w.stats.Records.Add(1)
-	row, keep, err := w.decoder.Decode(m, w.rows.row(w.columns))
+	if w.scratch == nil {
+		w.scratch = w.decoder.NewScratch()
+	}
+	row, keep, err := w.scratch.Decode(m, w.rows.row(w.columns))
 	b := &w.batch
 	if err != nil {
 		dead := len(b.dead)
@@ -405,7 +409,7 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 	w.log.Debug("batch committed", "first", b.first, "last", last, "rows", b.staged+len(b.rows), "dead_letters", len(b.dead))
 	w.budget.release(b.bytes)
 	*b = openBatch{first: last + 1, opened: time.Now()}
-	w.rows.release()
+	w.rowsGone()
 	if last == w.cut {
 		w.cutLayout = ""
 	}

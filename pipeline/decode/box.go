@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"sync"
 	"time"
 	"unsafe"
 )
@@ -12,16 +13,26 @@ import (
 // boxBlock values instead: the value is written once into a slot of the
 // block and the interface points at the slot, which is what Go's own
 // conversion makes, one allocation per block instead of per value. A slot
-// is never written again once handed out, so the value behaves exactly as
-// any other interface value (==, type switches, reflect).
+// is not written again while a row may hold it, so the value behaves
+// exactly as any other interface value (==, type switches, reflect).
 //
-// A block lives as long as any of its values: at most boxBlock rows' worth,
-// and rows are dropped in chunks as they are staged. Blocks start small and
-// double: a decodeState the pool dropped (at every GC) leaves little unused.
+// Decode's pooled states never write a slot twice: a block lives as long
+// as any of its values, at most boxBlock rows' worth, and rows are dropped
+// in chunks as they are staged; blocks start small and double, so a state
+// the pool dropped (at every GC) leaves little unused. A Scratch's boxes
+// recycle: its owner says when no row holds a value any more (Release), and
+// the blocks are handed out again.
 type boxes[T any] struct {
 	typ   unsafe.Pointer // T's type word in an interface
 	free  []T
 	block int // the size of the last block
+	// With recycle (a Scratch's boxes), every block is boxBlock values,
+	// cur is the one being handed out, used those handed out entirely
+	// since the last release, and release gives them to spare.
+	recycle bool
+	cur     []T
+	used    [][]T
+	spare   sync.Pool // *[]T of boxBlock values
 }
 
 const boxBlock = 256
@@ -39,8 +50,7 @@ func (b *boxes[T]) box(v T) any {
 			var zero any = *new(T)
 			b.typ = (*eface)(unsafe.Pointer(&zero)).typ
 		}
-		b.block = min(max(2*b.block, 8), boxBlock)
-		b.free = make([]T, b.block)
+		b.next()
 	}
 	p := &b.free[0]
 	b.free = b.free[1:]
@@ -51,6 +61,40 @@ func (b *boxes[T]) box(v T) any {
 	return out
 }
 
+// next starts a new block.
+func (b *boxes[T]) next() {
+	if !b.recycle {
+		b.block = min(max(2*b.block, 8), boxBlock)
+		b.free = make([]T, b.block)
+		return
+	}
+	if b.cur != nil {
+		b.used = append(b.used, b.cur)
+	}
+	if p, ok := b.spare.Get().(*[]T); ok {
+		b.cur = *p
+	} else {
+		b.cur = make([]T, boxBlock)
+	}
+	b.free = b.cur
+}
+
+// release makes every value handed out free to be written again: no row
+// holds one any more. Values are cleared so a spare block keeps nothing
+// alive (a string's text, a time's location).
+func (b *boxes[T]) release() {
+	for _, blk := range b.used {
+		clear(blk)
+		b.spare.Put(&blk)
+	}
+	clear(b.used)
+	b.used = b.used[:0]
+	if b.cur != nil {
+		clear(b.cur[:len(b.cur)-len(b.free)])
+		b.free = b.cur
+	}
+}
+
 // valueBoxes are the boxes of the column types that are not pointer-shaped.
 type valueBoxes struct {
 	strs   boxes[string]
@@ -59,4 +103,19 @@ type valueBoxes struct {
 	int32s boxes[int32]
 	f64s   boxes[float64]
 	f32s   boxes[float32]
+}
+
+// recycled makes every box hand out recycled blocks (a Scratch's).
+func (v *valueBoxes) recycled() {
+	v.strs.recycle, v.times.recycle, v.int64s.recycle = true, true, true
+	v.int32s.recycle, v.f64s.recycle, v.f32s.recycle = true, true, true
+}
+
+func (v *valueBoxes) release() {
+	v.strs.release()
+	v.times.release()
+	v.int64s.release()
+	v.int32s.release()
+	v.f64s.release()
+	v.f32s.release()
 }

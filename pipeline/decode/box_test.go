@@ -5,6 +5,10 @@ import (
 	"reflect"
 	"testing"
 	"time"
+	"unsafe"
+
+	"github.com/logstore/logstore/pipeline/record"
+	"github.com/logstore/logstore/sink"
 )
 
 // TestBoxesAreOrdinaryInterfaces: a boxed value is indistinguishable from
@@ -29,5 +33,58 @@ func TestBoxesAreOrdinaryInterfaces(t *testing.T) {
 	}
 	if _, ok := got[1].(time.Time); !ok {
 		t.Error("a boxed time is not a time.Time")
+	}
+}
+
+// TestScratchReusesValuesOnlyAfterRelease: rows decoded with a Scratch
+// hold their values until Release, however many blocks they take; after
+// it, the next rows' values are written into the same storage, and the
+// Decoder's own Decode never writes into a Scratch's.
+func TestScratchReusesValuesOnlyAfterRelease(t *testing.T) {
+	d := newTestDecoder(t, SchemaConfig{Columns: benchColumns})
+	s := d.NewScratch()
+	msg := func(i int) *record.Record {
+		m := benchMessage()
+		m.Offset = int64(i)
+		m.Value = fmt.Appendf(nil, `{"timestamp":"2026-11-29T07:%02d:%02d.%06dZ","level":"L%d","host":"h%d","http":{"status":%d,"latency_ms":%d.5},"trace_id":"t%d"}`,
+			i/60%60, i%60, i, i, i, i, i, i)
+		return m
+	}
+	decodeAll := func(from, n int) []sink.Row {
+		rows := make([]sink.Row, n)
+		for i := range rows {
+			row, keep, err := s.Decode(msg(from+i), nil)
+			if err != nil || !keep {
+				t.Fatalf("record %d: keep %v, %v", from+i, keep, err)
+			}
+			rows[i] = row
+			d.Decode(msg(-1), nil) // the pooled storage, in between
+		}
+		return rows
+	}
+	check := func(from int, rows []sink.Row) {
+		t.Helper()
+		for i, row := range rows {
+			want, _, err := d.Decode(msg(from+i), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(row, want) {
+				t.Fatalf("row %d: %v, want %v", from+i, row, want)
+			}
+		}
+	}
+	n := 3*boxBlock + 10
+	first := decodeAll(0, n)
+	check(0, first)
+	used := map[unsafe.Pointer]bool{}
+	for _, row := range first {
+		used[(*eface)(unsafe.Pointer(&row[1])).data] = true
+	}
+	s.Release()
+	second := decodeAll(n, n)
+	check(n, second)
+	if !used[(*eface)(unsafe.Pointer(&second[0][1])).data] {
+		t.Error("after Release the next string is not stored where an earlier one was")
 	}
 }

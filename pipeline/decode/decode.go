@@ -244,14 +244,45 @@ func (d *Decoder) Schema() *sink.Schema { return &d.schema }
 // record. An error is a record the pipeline cannot take; its message is the
 // dead-letter reason.
 func (d *Decoder) Decode(msg *record.Record, dst sink.Row) (row sink.Row, keep bool, err error) {
+	st := d.states.Get().(*decodeState)
+	defer d.states.Put(st)
+	return d.decode(msg, dst, st)
+}
+
+// A Scratch is one caller's decoding storage, for a caller that knows when
+// the rows it decoded are gone (a partition's worker: when its batch lets
+// go of them). Then Release lets the next rows reuse the storage of their
+// numbers, strings and times, and decoding allocates much less. A Scratch
+// is for one goroutine at a time.
+type Scratch struct {
+	d  *Decoder
+	st *decodeState
+}
+
+// NewScratch is storage for DecodeWith.
+func (d *Decoder) NewScratch() *Scratch {
+	st := d.states.New().(*decodeState)
+	st.vals.recycled()
+	return &Scratch{d: d, st: st}
+}
+
+// Decode is the Decoder's Decode, with s's storage.
+func (s *Scratch) Decode(msg *record.Record, dst sink.Row) (row sink.Row, keep bool, err error) {
+	return s.d.decode(msg, dst, s.st)
+}
+
+// Release says that no row decoded with s is held any more, nor any value
+// from one: the storage of their values is reused. Strings' text is not:
+// the sinks may still hold it (the Parquet writer's pending values).
+func (s *Scratch) Release() { s.st.vals.release() }
+
+func (d *Decoder) decode(msg *record.Record, dst sink.Row, st *decodeState) (row sink.Row, keep bool, err error) {
 	n := len(d.cols)
 	if cap(dst) >= n {
 		row = dst[:n]
 	} else {
 		row = make(sink.Row, n)
 	}
-	st := d.states.Get().(*decodeState)
-	defer d.states.Put(st)
 	if !d.text {
 		if err := d.scan(msg.Value, st); err != nil {
 			return row, false, err
