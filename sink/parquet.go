@@ -184,6 +184,7 @@ type ParquetWriter struct {
 	dictBytes    []int
 	dictMaxBytes int
 	entries      [][2]string // a map's keys and values, sorted by key
+	sorted       *sortedMaps // the entries of maps written lately; nil until a map is
 }
 
 // writeChunkRows is at most how many rows go to parquet-go's column
@@ -464,10 +465,35 @@ func (pw *ParquetWriter) appendMap(c *parquetColumn, def int, m map[string]strin
 		pw.add(c.leaf+1, parquet.NullValue(), 0, def, 0)
 		return
 	}
-	entries := pw.entries[:0]
+	var entries [][2]string
+	if validText {
+		// Rows from the decoder, whose maps are never written once made
+		// (decode/mapcache.go): a map repeated by many rows is sorted once.
+		if pw.sorted == nil {
+			pw.sorted = new(sortedMaps)
+		}
+		entries = pw.sorted.entries(m)
+	} else {
+		entries = sortedEntries(pw.entries[:0], m, false)
+		pw.entries = entries[:0] // cleared at the next map
+	}
+	for i, e := range entries {
+		pw.add(c.leaf, parquet.ByteArrayValue(stringBytes(e[0])), min(i, 1), def+1, len(e[0]))
+	}
+	for i, e := range entries {
+		// The value is optional, so a present value is one level deeper.
+		pw.add(c.leaf+1, parquet.ByteArrayValue(stringBytes(e[1])), min(i, 1), def+2, len(e[1]))
+	}
+}
+
+// sortedEntries appends m's entries to dst, sorted by key, with invalid
+// UTF-8 made valid unless validText.
+func sortedEntries(dst [][2]string, m map[string]string, validText bool) [][2]string {
+	clear(dst[:cap(dst)])
+	entries := dst
 	for k, v := range m {
 		if !validText && (!isASCIIOrValid(k) || !isASCIIOrValid(v)) {
-			entries = entries[:0]
+			entries = dst
 			for k, v := range ValidMap(m) {
 				entries = append(entries, [2]string{k, v})
 			}
@@ -487,15 +513,29 @@ func (pw *ParquetWriter) appendMap(c *parquetColumn, def int, m map[string]strin
 	} else {
 		slices.SortFunc(entries, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
 	}
-	for i, e := range entries {
-		pw.add(c.leaf, parquet.ByteArrayValue(stringBytes(e[0])), min(i, 1), def+1, len(e[0]))
+	return entries
+}
+
+// sortedMaps keeps the sorted entries of the maps a writer met lately, by
+// the map's identity: 64 direct-mapped slots. A slot holds its map, so the
+// map's address cannot be reused by another while the slot names it. Only
+// for maps that are never written once made.
+type sortedMaps struct {
+	slots [64]sortedMap
+}
+
+type sortedMap struct {
+	m       map[string]string
+	entries [][2]string
+}
+
+func (s *sortedMaps) entries(m map[string]string) [][2]string {
+	p := *(*unsafe.Pointer)(unsafe.Pointer(&m)) // the map's identity
+	slot := &s.slots[(uintptr(p)>>4)*0x9E3779B97F4A7C15>>58]
+	if slot.m == nil || *(*unsafe.Pointer)(unsafe.Pointer(&slot.m)) != p {
+		slot.m, slot.entries = m, sortedEntries(slot.entries[:0], m, true)
 	}
-	for i, e := range entries {
-		// The value is optional, so a present value is one level deeper.
-		pw.add(c.leaf+1, parquet.ByteArrayValue(stringBytes(e[1])), min(i, 1), def+2, len(e[1]))
-	}
-	clear(entries)
-	pw.entries = entries[:0]
+	return slot.entries
 }
 
 // goTypes is the Go type a Row holds for each column type.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -377,4 +378,53 @@ func TestParquetMapSameBytesEveryTime(t *testing.T) {
 		_, got := decodeParquet(t, s, first)
 		sameRows(t, got, []Row{{m}})
 	}
+}
+
+// TestParquetSharedMapsSortedOnce: rows the decoder made (ValidText), whose
+// maps are shared between rows and never written, give the same file as
+// the same rows with maps of their own, through the cache of sorted
+// entries: many maps, some repeated near each other, some far apart (the
+// cache's slots are reused), empty and one-entry maps, two map columns.
+func TestParquetSharedMapsSortedOnce(t *testing.T) {
+	s := &Schema{Fields: []Field{{Name: "a", Type: StringMap}, {Name: "n", Type: Int64, Required: true}, {Name: "b", Type: StringMap}}}
+	rnd := rand.New(rand.NewPCG(7, 11))
+	shared := make([]map[string]string, 300)
+	for i := range shared {
+		m := map[string]string{}
+		for j := range i % 15 {
+			m[fmt.Sprintf("k%d", rnd.IntN(40))] = fmt.Sprint(i, "-", j)
+		}
+		shared[i] = m
+	}
+	var rows, copies []Row
+	for i := range 5000 {
+		a, b := shared[rnd.IntN(len(shared))], shared[rnd.IntN(8)]
+		if i%3 == 0 {
+			a = shared[i%len(shared)] // far apart: the slot was reused since
+		}
+		rows = append(rows, Row{a, int64(i), b})
+		copies = append(copies, Row{maps.Clone(a), int64(i), maps.Clone(b)})
+	}
+	encode := func(rows []Row, validText bool) []byte {
+		var buf bytes.Buffer
+		w, err := newParquetWriter(&buf, s, testParquetConfig(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range rows {
+			if err := w.writeRow(r, validText); err != nil {
+				t.Fatalf("row %d: %v", i, err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	want := encode(copies, false)
+	if got := encode(rows, true); !bytes.Equal(got, want) {
+		t.Fatal("shared maps through the cache made other bytes than maps of their own")
+	}
+	_, got := decodeParquet(t, s, want)
+	sameRows(t, got, copies)
 }
