@@ -105,6 +105,10 @@ type pathNode struct {
 	slot     int
 	keys     []*pathNode // object members to descend into
 	elements []*pathNode // array elements to descend into
+	// byLen is keys by the key's length: a member is compared with the
+	// keys of its length only (most often one), and a member the schema
+	// does not name is mostly passed over without a comparison.
+	byLen [][]*pathNode
 }
 
 func newPathTree() *pathNode { return &pathNode{index: -1, slot: -1} }
@@ -127,6 +131,12 @@ func (n *pathNode) add(steps []pathStep, nslots *int) int {
 		if next == nil {
 			next = &pathNode{key: s.key, index: s.index, slot: -1}
 			*list = append(*list, next)
+			if s.index < 0 {
+				for len(n.byLen) <= len(s.key) {
+					n.byLen = append(n.byLen, nil)
+				}
+				n.byLen[len(s.key)] = append(n.byLen[len(s.key)], next)
+			}
 		}
 		n = next
 	}
@@ -138,7 +148,10 @@ func (n *pathNode) add(steps []pathStep, nslots *int) int {
 }
 
 func (n *pathNode) member(key []byte) *pathNode {
-	for _, c := range n.keys {
+	if len(key) >= len(n.byLen) {
+		return nil
+	}
+	for _, c := range n.byLen[len(key)] {
 		if string(key) == c.key {
 			return c
 		}

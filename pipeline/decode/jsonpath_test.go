@@ -128,3 +128,27 @@ func TestIsValidTextAtEveryPosition(t *testing.T) {
 		}
 	}
 }
+
+// TestPathMember: a member is found among keys of its length, and a key
+// the tree does not name (shorter, longer, or of a known length) is not.
+func TestPathMember(t *testing.T) {
+	tree := newPathTree()
+	var n int
+	for _, k := range []string{"ab", "cd", "level", "http", "a", "trace_id_of_the_request"} {
+		tree.add([]pathStep{{key: k, index: -1}}, &n)
+	}
+	tree.add([]pathStep{{key: "arr", index: -1}, {index: 2}}, &n)
+	for _, k := range []string{"ab", "cd", "level", "http", "a", "trace_id_of_the_request", "arr"} {
+		if c := tree.member([]byte(k)); c == nil || c.key != k {
+			t.Errorf("member(%q) = %v", k, c)
+		}
+	}
+	for _, k := range []string{"", "ac", "b", "levels", "leve", "trace_id_of_the_request_", "x"} {
+		if c := tree.member([]byte(k)); c != nil {
+			t.Errorf("member(%q) = %q, want none", k, c.key)
+		}
+	}
+	if c := tree.member([]byte("arr")); c.element(2) == nil || c.element(1) != nil {
+		t.Error("an array step is not found by its index")
+	}
+}
