@@ -587,24 +587,36 @@ func (c *column) convert(v fieldValue, st *decodeState) (any, error) {
 		if cached != nil {
 			return cached, nil
 		}
-		m := make(map[string]string)
-		eachMember(v.raw, jsonSpan{end: len(v.raw), kind: jsonObject}, &st.keys, func(key []byte, mv jsonSpan) {
-			switch mv.kind {
-			case jsonNull:
-			case jsonString:
-				m[st.validStr(key)] = st.str(jsonText(v.raw, mv, &st.text))
-			default:
-				m[st.validStr(key)] = st.validStr(v.raw[mv.start:mv.end])
-			}
-		})
-		if slot != nil {
-			// The copy of the text comes from the arena: a cached map
-			// pins at most its own arena block.
-			slot.Store(&mapCacheEntry{text: st.str(v.raw), m: m})
+		if slot == nil {
+			return c.buildMap(v.raw, st), nil
 		}
+		// A map to cache gets its strings from an allocation of its own,
+		// not the rows' arena, which it would pin: its text and its keys
+		// and values, which are no longer than the text (unless invalid
+		// UTF-8 is replaced: str then takes more).
+		rows := st.strs
+		st.strs = make([]byte, 0, 2*len(v.raw))
+		m := c.buildMap(v.raw, st)
+		slot.Store(&mapCacheEntry{text: st.str(v.raw), m: m})
+		st.strs = rows
 		return m, nil
 	}
 	return nil, fmt.Errorf("column %q: type %s has no conversion", c.name, c.typ)
+}
+
+// buildMap is the map of the JSON object raw; null members are left out.
+func (c *column) buildMap(raw []byte, st *decodeState) map[string]string {
+	m := make(map[string]string)
+	eachMember(raw, jsonSpan{end: len(raw), kind: jsonObject}, &st.keys, func(key []byte, mv jsonSpan) {
+		switch mv.kind {
+		case jsonNull:
+		case jsonString:
+			m[st.validStr(key)] = st.str(jsonText(raw, mv, &st.text))
+		default:
+			m[st.validStr(key)] = st.validStr(raw[mv.start:mv.end])
+		}
+	})
+	return m
 }
 
 // number is the text a numeric column parses: a JSON number, or the

@@ -17,15 +17,18 @@ import (
 // goroutines too, safe.
 //
 // One cache serves a Decoder, so every partition's worker hits what
-// another built. It is direct-mapped: the text's hash picks one slot, and
-// a miss replaces the slot's entry (entries are immutable, swapped
-// atomically). Objects that never repeat cost a hash and a copy of their
-// text per record, and evict each other; no more.
+// another built. It is two-way: the text's hash picks two slots, and a miss
+// replaces the entry of one of them (by another bit of the hash), so two
+// frequent objects whose first slots collide still both stay (entries are
+// immutable, swapped atomically). Objects that never repeat cost a hash and
+// a copy of their text per record, and evict each other; no more. A cached
+// map's strings and text share one allocation of their own, so an entry
+// pins only itself.
 type mapCache struct {
 	slots [mapCacheSlots]atomic.Pointer[mapCacheEntry]
 }
 
-const mapCacheSlots = 256
+const mapCacheSlots = 512
 
 // mapCacheMax is the longest object text cached: longer objects are seldom
 // repeated and would pin more memory.
@@ -46,9 +49,20 @@ func (c *mapCache) lookup(raw []byte) (map[string]string, *atomic.Pointer[mapCac
 	if c == nil || len(raw) > mapCacheMax || len(raw) == 0 {
 		return nil, nil
 	}
-	slot := &c.slots[maphash.Bytes(mapCacheSeed, raw)%mapCacheSlots]
-	if e := slot.Load(); e != nil && e.text == unsafe.String(unsafe.SliceData(raw), len(raw)) {
+	h := maphash.Bytes(mapCacheSeed, raw)
+	text := unsafe.String(unsafe.SliceData(raw), len(raw))
+	a, b := &c.slots[h%mapCacheSlots], &c.slots[(h>>32)%mapCacheSlots]
+	if e := a.Load(); e != nil && e.text == text {
 		return e.m, nil
 	}
-	return nil, slot
+	if e := b.Load(); e != nil && e.text == text {
+		return e.m, nil
+	}
+	switch {
+	case a.Load() == nil:
+		return nil, a
+	case b.Load() == nil, h>>63 == 1:
+		return nil, b
+	}
+	return nil, a
 }

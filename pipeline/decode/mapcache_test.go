@@ -2,11 +2,13 @@ package decode
 
 import (
 	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"reflect"
 	"strconv"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
@@ -91,5 +93,47 @@ func TestMapCacheSharedByGoroutines(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+}
+
+// TestMapCacheKeepsObjectsWhoseSlotsCollide: two objects whose first
+// slots are the same both stay cached (a direct-mapped cache would make
+// them evict each other at every record), and a cached map's strings are
+// not cut from the rows' arena, which the cache would then pin.
+func TestMapCacheKeepsObjectsWhoseSlotsCollide(t *testing.T) {
+	d := newTestDecoder(t, SchemaConfig{Columns: []ColumnConfig{{Name: "labels", Type: sink.StringMap}}})
+	first := func(text string) uint64 { return maphash.String(mapCacheSeed, text) % mapCacheSlots }
+	a := `{"zone":"az-a","v":"1"}`
+	var b string
+	for i := 0; b == ""; i++ {
+		if c := fmt.Sprintf(`{"zone":"az-b","v":"%d"}`, i); first(c) == first(a) && maphash.String(mapCacheSeed, c)>>32%mapCacheSlots != first(a) {
+			b = c
+		}
+	}
+	s := d.NewScratch()
+	decodeMap := func(text string) map[string]string {
+		row, _, err := s.Decode(&record.Record{Value: []byte(`{"labels":` + text + `}`)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return row[0].(map[string]string)
+	}
+	ma, mb := decodeMap(a), decodeMap(b)
+	for range 3 {
+		if again := decodeMap(a); reflect.ValueOf(again).UnsafePointer() != reflect.ValueOf(ma).UnsafePointer() {
+			t.Fatal("the first object was evicted by the second, whose first slot is the same")
+		}
+		if again := decodeMap(b); reflect.ValueOf(again).UnsafePointer() != reflect.ValueOf(mb).UnsafePointer() {
+			t.Fatal("the second object is not cached")
+		}
+	}
+	arena := s.st.strs[:cap(s.st.strs)]
+	lo, hi := uintptr(unsafe.Pointer(unsafe.SliceData(arena))), uintptr(unsafe.Pointer(unsafe.SliceData(arena)))+uintptr(len(arena))
+	for k, v := range ma {
+		for _, x := range []string{k, v} {
+			if p := uintptr(unsafe.Pointer(unsafe.StringData(x))); p >= lo && p < hi {
+				t.Errorf("the cached map's %q is cut from the rows' arena", x)
+			}
+		}
 	}
 }
