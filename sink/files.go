@@ -56,7 +56,9 @@ type stagedBatch struct {
 	first   int64
 	schema  *Schema
 	folder  func(dst []byte, r Row) []byte // appends the row's folder
-	name    []byte                         // scratch for folder
+	name    []byte                         // the last row's folder
+	last    *stagedFolder                  // and its files
+	spare   []byte                         // scratch for the next row's folder
 	folders map[string]*stagedFolder
 	rows    int  // rows taken so far
 	sealed  bool // the cut's rows are in and every file is closed
@@ -228,12 +230,19 @@ func (f *Files) append(ctx context.Context, st *stagedBatch, b *Batch) error {
 		if i%4096 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		st.name = st.folder(st.name[:0], r)
-		fo := st.folders[string(st.name)]
-		if fo == nil {
-			fo = &stagedFolder{}
-			st.folders[string(st.name)] = fo
+		// Rows mostly share their neighbour's folder: the last row's is
+		// looked up again only when the name differs.
+		name := st.folder(st.spare[:0], r)
+		fo := st.last
+		if fo == nil || string(name) != string(st.name) {
+			if fo = st.folders[string(name)]; fo == nil {
+				fo = &stagedFolder{}
+				st.folders[string(name)] = fo
+			}
+			st.last = fo
+			st.name, name = name, st.name
 		}
+		st.spare = name
 		if fo.pw != nil && fo.rows > 0 && fo.pw.Size() >= f.cfg.MaxFileBytes {
 			if err := fo.close(); err != nil {
 				return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -119,6 +120,53 @@ func TestFilesWritesOneFilePerFolder(t *testing.T) {
 	sameRows(t, got, append([]Row{late}, rows[:len(rows)-1]...))
 	if n := len(listFiles(t, cfg.SpoolDir)); n != 0 {
 		t.Errorf("%d spool files left behind", n)
+	}
+}
+
+// TestFilesRowsThatAlternateFolders: rows whose folders alternate, in runs
+// of every length, each land in their folder's file, in batch order,
+// staged in chunks that end anywhere in a run.
+func TestFilesRowsThatAlternateFolders(t *testing.T) {
+	out := t.TempDir()
+	cfg := testFilesConfig(t, "file://"+out)
+	cfg.PartitionBy = []PartitionColumn{{Name: "hour", Column: "event_time", Format: "15"}}
+	f, err := newFiles(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hours := [][]Row{
+		logRows(time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC), 1000),
+		logRows(time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC), 1000),
+		logRows(time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC), 1000),
+	}
+	rnd := rand.New(rand.NewPCG(3, 5))
+	var rows []Row
+	want := make([][]Row, len(hours))
+	for len(rows) < 1500 {
+		h, run := rnd.IntN(len(hours)), min(1+rnd.IntN(4), 1500-len(rows))
+		for range run {
+			r := hours[h][0]
+			hours[h] = hours[h][1:]
+			rows = append(rows, r)
+			want[h] = append(want[h], r)
+		}
+	}
+	b := &Batch{Topic: "logs", Partition: 2, First: 0, Last: int64(len(rows)) - 1, Schema: logSchema, Prefix: "main"}
+	for staged := 0; staged < len(rows); {
+		n := min(1+rnd.IntN(50), len(rows)-staged)
+		b.Rows, b.Staged = rows[staged:staged+n], staged
+		if _, err := f.Stage(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+		staged += n
+	}
+	b.Rows, b.Staged = nil, len(rows)
+	if err := f.Write(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	for h, hour := range []string{"06", "07", "08"} {
+		got := readParquetFile(t, logSchema, filepath.Join(out, "main/hour="+hour, "logs-2-0-1499.parquet"))
+		sameRows(t, got, want[h])
 	}
 }
 
