@@ -192,6 +192,7 @@ type jsonSpan struct {
 	start, end int
 	kind       jsonKind
 	escaped    bool // a string holding backslash escapes
+	ascii      bool // a string whose bytes are all ASCII (so valid UTF-8)
 }
 
 // maxJSONDepth bounds nesting, as encoding/json does, so that a hostile
@@ -259,7 +260,7 @@ func (s *jsonScanner) value(n *pathNode, depth int) error {
 	}
 	start := s.pos
 	var kind jsonKind
-	var escaped bool
+	var escaped, ascii bool
 	var err error
 	switch c := s.buf[s.pos]; {
 	case c == '{':
@@ -270,7 +271,7 @@ func (s *jsonScanner) value(n *pathNode, depth int) error {
 		err = s.array(n, depth+1)
 	case c == '"':
 		kind = jsonString
-		escaped, err = s.string()
+		escaped, ascii, err = s.string()
 	case c == '-' || c >= '0' && c <= '9':
 		kind = jsonNumber
 		err = s.number()
@@ -290,7 +291,7 @@ func (s *jsonScanner) value(n *pathNode, depth int) error {
 		return err
 	}
 	if n != nil && n.slot >= 0 {
-		s.spans[n.slot] = jsonSpan{start: start, end: s.pos, kind: kind, escaped: escaped}
+		s.spans[n.slot] = jsonSpan{start: start, end: s.pos, kind: kind, escaped: escaped, ascii: ascii}
 	}
 	return nil
 }
@@ -311,7 +312,7 @@ func (s *jsonScanner) object(n *pathNode, depth int) error {
 			return s.fail("expected a string key")
 		}
 		kstart := s.pos + 1
-		escaped, err := s.string()
+		escaped, _, err := s.string()
 		if err != nil {
 			return err
 		}
@@ -381,17 +382,21 @@ func (s *jsonScanner) more(end byte, msg string) (bool, error) {
 
 // string moves past a string, checking its escapes; it reports whether
 // the string has any. UTF-8 is checked only when a captured string is read.
-func (s *jsonScanner) string() (escaped bool, err error) {
+func (s *jsonScanner) string() (escaped, ascii bool, err error) {
 	b := s.buf
 	p := s.pos + 1
+	var high uint64 // the bytes passed over, or'ed: bit 7 of each byte says non-ASCII
 	for p < len(b) {
 		// Skip eight plain bytes at a time, most of a log line is string,
 		// then straight to the first byte that may end the run.
 		for p+8 <= len(b) {
-			if i := firstSpecial8(binary.LittleEndian.Uint64(b[p:])); i < 8 {
+			x := binary.LittleEndian.Uint64(b[p:])
+			if i := firstSpecial8(x); i < 8 {
+				high |= x & (1<<(8*i) - 1)
 				p += i
 				break
 			}
+			high |= x
 			p += 8
 		}
 		if p >= len(b) {
@@ -401,12 +406,12 @@ func (s *jsonScanner) string() (escaped bool, err error) {
 		switch {
 		case c == '"':
 			s.pos = p + 1
-			return escaped, nil
+			return escaped, high&0x8080808080808080 == 0, nil
 		case c == '\\':
 			escaped = true
 			if p+1 >= len(b) {
 				s.pos = len(b)
-				return false, s.fail("")
+				return false, false, s.fail("")
 			}
 			switch b[p+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
@@ -414,22 +419,23 @@ func (s *jsonScanner) string() (escaped bool, err error) {
 			case 'u':
 				if p+6 > len(b) || !isHex4(b[p+2:p+6]) {
 					s.pos = p
-					return false, s.fail("bad \\u escape")
+					return false, false, s.fail("bad \\u escape")
 				}
 				p += 6
 			default:
 				s.pos = p + 1
-				return false, s.fail("bad escape")
+				return false, false, s.fail("bad escape")
 			}
 		case c < 0x20:
 			s.pos = p
-			return false, s.fail("control character in a string")
+			return false, false, s.fail("control character in a string")
 		default:
+			high |= uint64(c)
 			p++
 		}
 	}
 	s.pos = p
-	return false, s.fail("")
+	return false, false, s.fail("")
 }
 
 // firstSpecial8 is the index of the first of eight bytes (little endian)
@@ -511,7 +517,7 @@ func (s *jsonScanner) literal(lit string) error {
 // as with encoding/json.
 func jsonText(doc []byte, sp jsonSpan, scratch *[]byte) []byte {
 	raw := doc[sp.start+1 : sp.end-1]
-	if !sp.escaped && isValidText(raw) {
+	if !sp.escaped && (sp.ascii || isValidText(raw)) {
 		return raw
 	}
 	*scratch = appendUnquoted((*scratch)[:0], raw)
@@ -600,7 +606,7 @@ func eachMember(doc []byte, obj jsonSpan, keyScratch *[]byte, fn func(key []byte
 			return
 		}
 		kstart := s.pos
-		escaped, _ := s.string()
+		escaped, _, _ := s.string()
 		key := s.buf[kstart+1 : s.pos-1]
 		if escaped {
 			*keyScratch = appendUnquoted((*keyScratch)[:0], key)
@@ -611,7 +617,7 @@ func eachMember(doc []byte, obj jsonSpan, keyScratch *[]byte, fn func(key []byte
 		s.skipSpace()
 		vstart := s.pos
 		var kind jsonKind
-		var vesc bool
+		var vesc, vascii bool
 		switch c := s.buf[s.pos]; {
 		case c == '{':
 			kind = jsonObject
@@ -621,7 +627,7 @@ func eachMember(doc []byte, obj jsonSpan, keyScratch *[]byte, fn func(key []byte
 			_ = s.array(nil, 0)
 		case c == '"':
 			kind = jsonString
-			vesc, _ = s.string()
+			vesc, vascii, _ = s.string()
 		case c == 't':
 			kind, s.pos = jsonTrue, s.pos+4
 		case c == 'f':
@@ -632,7 +638,7 @@ func eachMember(doc []byte, obj jsonSpan, keyScratch *[]byte, fn func(key []byte
 			kind = jsonNumber
 			_ = s.number()
 		}
-		fn(key, jsonSpan{start: vstart, end: s.pos, kind: kind, escaped: vesc})
+		fn(key, jsonSpan{start: vstart, end: s.pos, kind: kind, escaped: vesc, ascii: vascii})
 		s.skipSpace()
 		if s.buf[s.pos] == ',' {
 			s.pos++

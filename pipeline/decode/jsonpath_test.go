@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/logstore/logstore/sink"
 )
 
 func TestParsePath(t *testing.T) {
@@ -150,5 +152,45 @@ func TestPathMember(t *testing.T) {
 	}
 	if c := tree.member([]byte("arr")); c.element(2) == nil || c.element(1) != nil {
 		t.Error("an array step is not found by its index")
+	}
+}
+
+// TestScannerSeesNonASCIIEverywhere: a string is taken for ASCII (and its
+// UTF-8 check skipped) only when every byte is: a byte of 0x80 or more at
+// any position, in the scanner's eight-byte steps, before an escape or in
+// the bytes after the last whole word, clears the flag, and its text comes
+// out repaired as sink.AppendValidText repairs it.
+func TestScannerSeesNonASCIIEverywhere(t *testing.T) {
+	tree := newPathTree()
+	var n int
+	slot := tree.add([]pathStep{{key: "k", index: -1}}, &n)
+	var s jsonScanner
+	spans := make([]jsonSpan, n)
+	for size := range 26 {
+		for _, tail := range []string{"", `\n`, "abc", "ab\\u00e9cdefghij"} {
+			for pos := -1; pos < size; pos++ {
+				for _, b := range []byte{0x80, 0xc3, 0xe9, 0xff} {
+					str := []byte(strings.Repeat("x", size))
+					if pos >= 0 {
+						str[pos] = b
+					}
+					str = append(str, tail...)
+					doc := append(append([]byte(`{"k":"`), str...), `"}`...)
+					if err := s.scan(doc, tree, spans); err != nil {
+						t.Fatalf("%q: %v", doc, err)
+					}
+					sp := spans[slot]
+					if want := pos < 0; sp.ascii != want {
+						t.Fatalf("%q: ascii %v, want %v", doc, sp.ascii, want)
+					}
+					var scratch []byte
+					got := jsonText(doc, sp, &scratch)
+					want := sink.AppendValidText(nil, appendUnquoted(nil, str))
+					if !utf8.Valid(got) || string(got) != string(want) {
+						t.Fatalf("%q: text %q, want %q", doc, got, want)
+					}
+				}
+			}
+		}
 	}
 }
