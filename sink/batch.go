@@ -109,6 +109,13 @@ func (b *Batch) Name() string {
 // in the sink (its guarantee says in what sense); the pipeline commits the
 // batch's offsets only after every sink returned nil. Writing the same batch
 // twice must be safe.
+//
+// Rows are lent, not given: neither Write nor Stage may keep b.Rows, a row
+// or a value taken from one (a string's header, a time) after it returns,
+// nor write into them. The pipeline reuses a row's storage, and that of its
+// numbers, strings and times, once the batch lets go of it, and shares one
+// map among the rows that repeat a JSON object. What a sink keeps, it
+// copies; a string's text may be kept (it is never reused).
 type Sink interface {
 	Write(ctx context.Context, b *Batch) error
 	Close() error
