@@ -56,6 +56,7 @@ type stagedBatch struct {
 	first   int64
 	schema  *Schema
 	folder  func(dst []byte, r Row) []byte // appends the row's folder
+	layout  *Layout                        // the folders' layout; nil for dead letters
 	name    []byte                         // the last row's folder
 	last    *stagedFolder                  // and its files
 	spare   []byte                         // scratch for the next row's folder
@@ -214,7 +215,7 @@ func (f *Files) open(b *Batch) (*stagedBatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	st = &stagedBatch{first: b.First, schema: b.Schema, folder: layout.AppendFolder, folders: map[string]*stagedFolder{}}
+	st = &stagedBatch{first: b.First, schema: b.Schema, folder: layout.AppendFolder, layout: layout, folders: map[string]*stagedFolder{}}
 	f.staged[k] = st
 	return st, nil
 }
@@ -231,18 +232,21 @@ func (f *Files) append(ctx context.Context, st *stagedBatch, b *Batch) error {
 			return ctx.Err()
 		}
 		// Rows mostly share their neighbour's folder: the last row's is
-		// looked up again only when the name differs.
-		name := st.folder(st.spare[:0], r)
+		// looked up again only when the name differs, and the name is made
+		// only when the layout cannot tell the folder is the same.
 		fo := st.last
-		if fo == nil || string(name) != string(st.name) {
-			if fo = st.folders[string(name)]; fo == nil {
-				fo = &stagedFolder{}
-				st.folders[string(name)] = fo
+		if fo == nil || i == 0 || st.layout == nil || !st.layout.SameFolder(b.Rows[i-1], r) {
+			name := st.folder(st.spare[:0], r)
+			if fo == nil || string(name) != string(st.name) {
+				if fo = st.folders[string(name)]; fo == nil {
+					fo = &stagedFolder{}
+					st.folders[string(name)] = fo
+				}
+				st.last = fo
+				st.name, name = name, st.name
 			}
-			st.last = fo
-			st.name, name = name, st.name
+			st.spare = name
 		}
-		st.spare = name
 		if fo.pw != nil && fo.rows > 0 && fo.pw.Size() >= f.cfg.MaxFileBytes {
 			if err := fo.close(); err != nil {
 				return err

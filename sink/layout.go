@@ -88,13 +88,41 @@ func (l *Layout) AppendFolder(dst []byte, r Row) []byte {
 	return dst
 }
 
+// SameFolder reports, without formatting either, that row b's folder is
+// row a's: every level is a time whose text is fixed over a span (see
+// formatSpan) and both rows' times fall in the same span, or there are no
+// levels. false says nothing: the folders may still be the same.
+func (l *Layout) SameFolder(a, b Row) bool {
+	for i := range l.levels {
+		lv := &l.levels[i]
+		if lv.span == 0 {
+			return false
+		}
+		ta, ok := a[lv.col].(time.Time)
+		if !ok {
+			return false
+		}
+		tb, ok := b[lv.col].(time.Time)
+		if !ok || spanOf(ta, lv.span) != spanOf(tb, lv.span) {
+			return false
+		}
+	}
+	return true
+}
+
+// spanOf numbers t's span of span seconds since the Unix epoch.
+func spanOf(t time.Time, span int64) int64 {
+	s := t.Unix()
+	n := s / span
+	if s%span < 0 {
+		n--
+	}
+	return n
+}
+
 // timeText is the escaped folder text of t, formatted once per span.
 func (lv *layoutLevel) timeText(t time.Time) []byte {
-	s := t.Unix()
-	span := s / lv.span
-	if s%lv.span < 0 {
-		span--
-	}
+	span := spanOf(t, lv.span)
 	if !lv.valid || span != lv.last {
 		lv.text = appendFolderEscaped(lv.appendValue(lv.text[:0], t), 0)
 		lv.last, lv.valid = span, true

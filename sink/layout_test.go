@@ -109,3 +109,41 @@ func TestLayoutTimeSpans(t *testing.T) {
 		}
 	}
 }
+
+// TestLayoutSameFolder: SameFolder says "same" only for rows whose folders
+// are the same (checked against AppendFolder for every pair of a spread of
+// times, before 1970 too, on span edges, in other zones), and never for a
+// level it cannot tell without formatting.
+func TestLayoutSameFolder(t *testing.T) {
+	for _, by := range [][]PartitionColumn{
+		{{Name: "dt", Column: "event_time"}, {Name: "hour", Column: "event_time", Format: "15"}},
+		{{Name: "m", Column: "event_time", Format: "2006-01-02T15:04"}},
+		{{Name: "dt", Column: "event_time"}, {Name: "service", Column: "service"}},
+		{{Name: "s", Column: "event_time", Format: "15:04:05"}},
+		nil,
+	} {
+		l, err := newLayout(by, layoutSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := time.Date(2026, 11, 29, 6, 59, 0, 0, time.UTC)
+		var rows []Row
+		for _, d := range []time.Duration{0, 59 * time.Second, time.Minute - 1, time.Minute, 61 * time.Minute, 90 * time.Minute, 17 * time.Hour, 18 * time.Hour, 25 * time.Hour} {
+			rows = append(rows, Row{base.Add(d), "web", nil, nil}, Row{base.Add(d).In(time.FixedZone("X", -5*3600)), "api", nil, nil})
+		}
+		old := time.Date(1969, 12, 31, 23, 30, 0, 0, time.UTC)
+		rows = append(rows, Row{old, "web", nil, nil}, Row{old.Add(29 * time.Minute), "web", nil, nil}, Row{old.Add(31 * time.Minute), "web", nil, nil}, Row{nil, "web", nil, nil})
+		for _, a := range rows {
+			for _, b := range rows {
+				same := string(l.AppendFolder(nil, a)) == string(l.AppendFolder(nil, b))
+				if l.SameFolder(a, b) && !same {
+					t.Errorf("%v: SameFolder(%v, %v) but the folders differ", by, a[0], b[0])
+				}
+			}
+		}
+		a, b := rows[0], rows[2] // 06:59:00 and 06:59:59.999999999
+		if got := l.SameFolder(a, b); got != (len(by) == 0 || by[len(by)-1].Column == "event_time" && by[0].Format != "15:04:05") {
+			t.Errorf("%v: SameFolder of two times in the same minute = %v", by, got)
+		}
+	}
+}
