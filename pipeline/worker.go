@@ -226,6 +226,7 @@ func (w *worker) loop(ctx context.Context) error {
 				}
 			}
 		}
+		w.recycle()
 		if ended {
 			w.next = w.target
 		} else {
@@ -356,6 +357,16 @@ func (w *worker) take(m *record.Record) error {
 	}
 	b.sources = append(b.sources, src)
 	return nil
+}
+
+// recycle gives the fetch's bytes back to the reader once every record of
+// it was taken: nothing the batch keeps points into them (take copies what
+// rows and dead letters keep), unless the rows keep their source records
+// (sinks.kafka.value: original).
+func (w *worker) recycle() {
+	if r, ok := w.reader.(interface{ Recycle() }); ok && !w.originals {
+		r.Recycle()
+	}
 }
 
 // detach copies a record's bytes: the reader hands out keys and values cut

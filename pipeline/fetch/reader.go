@@ -192,6 +192,10 @@ type PartitionReader struct {
 	// new leader after the leadership moved (KIP-320).
 	lastEpoch int32
 	validate  bool
+
+	// lent is the pooled chunks the last Fetch's keys and values are cut
+	// from; Recycle gives them back.
+	lent []*[]byte
 }
 
 // NewPartitionReader returns a reader positioned at kafka.FirstOffset. It
@@ -618,7 +622,9 @@ func (r *PartitionReader) records(res *fetchedPartition) (msgs []record.Record, 
 	// A header's count is only a hint until its batch's CRC is checked:
 	// an uncompressed record takes at least 7 bytes.
 	msgs = make([]record.Record, 0, min(n, len(set)/7+1))
-	data := slab{chunk: min(len(res.records), 1<<20)}
+	clear(r.lent) // a caller that did not Recycle keeps them; they go with its records
+	r.lent = r.lent[:0]
+	data := slab{chunk: min(len(res.records), 1<<20), lent: &r.lent}
 
 	committed := r.isolation == 1
 	aborted := slices.Clone(res.aborted)
@@ -788,10 +794,50 @@ func readRecordSet(set *protocol.RecordSet, b []byte) (err error) {
 }
 
 // slab hands out the keys and values of one fetch from a few large
-// allocations instead of two per record.
+// allocations instead of two per record. A chunk of most of a pooled
+// chunk's size comes from recordChunks, and is noted in lent.
 type slab struct {
 	buf   []byte
 	chunk int
+	lent  *[]*[]byte
+}
+
+// recordChunk is the size of a pooled chunk: a partition's fetch at full
+// speed (kafka.fetch.max_bytes' default).
+const recordChunk = 1 << 20
+
+// recordChunks are chunks callers gave back (Recycle) for the next fetches
+// of any reader: at full speed each fetch would otherwise allocate its
+// size again, the largest part of what the job allocates. Chunks idle
+// through two collections are freed (sync.Pool).
+var recordChunks sync.Pool // *[]byte of recordChunk bytes
+
+// grow starts a chunk with room for n bytes.
+func (s *slab) grow(n int) {
+	size := max(n, s.chunk)
+	if s.lent == nil || size > recordChunk || size <= recordChunk/4 {
+		s.buf = make([]byte, 0, size)
+		return
+	}
+	p, _ := recordChunks.Get().(*[]byte)
+	if p == nil {
+		b := make([]byte, recordChunk)
+		p = &b
+	}
+	*s.lent = append(*s.lent, p)
+	s.buf = (*p)[:0]
+}
+
+// Recycle says the caller is done with every record Fetch returned so far,
+// their keys', values' and headers' bytes included: nothing it keeps points
+// into them. Their memory then serves the next fetches. A caller that keeps
+// records' bytes (to produce them again as they were) must not call it.
+func (r *PartitionReader) Recycle() {
+	for _, p := range r.lent {
+		recordChunks.Put(p)
+	}
+	clear(r.lent)
+	r.lent = r.lent[:0]
 }
 
 func (s *slab) copy(b protocol.Bytes) ([]byte, error) {
@@ -805,7 +851,7 @@ func (s *slab) copy(b protocol.Bytes) ([]byte, error) {
 		return []byte{}, nil
 	}
 	if cap(s.buf)-len(s.buf) < n {
-		s.buf = make([]byte, 0, max(n, s.chunk))
+		s.grow(n)
 	}
 	start := len(s.buf)
 	s.buf = s.buf[:start+n]
@@ -823,7 +869,7 @@ func (s *slab) bytes(b []byte) []byte {
 		return []byte{}
 	}
 	if cap(s.buf)-len(s.buf) < len(b) {
-		s.buf = make([]byte, 0, max(len(b), s.chunk))
+		s.grow(len(b))
 	}
 	start := len(s.buf)
 	s.buf = append(s.buf, b...)

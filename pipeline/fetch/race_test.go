@@ -1,0 +1,6 @@
+//go:build race
+
+package fetch
+
+// raceEnabled: the race detector drops some of what a sync.Pool is given.
+const raceEnabled = true
