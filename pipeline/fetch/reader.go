@@ -194,8 +194,10 @@ type PartitionReader struct {
 	validate  bool
 
 	// lent is the pooled chunks the last Fetch's keys and values are cut
-	// from; Recycle gives them back.
-	lent []*[]byte
+	// from; Recycle gives them back. returned is the last Fetch's records,
+	// whose storage Recycle keeps in spare for the next fetch's.
+	lent            []*[]byte
+	returned, spare []record.Record
 }
 
 // NewPartitionReader returns a reader positioned at kafka.FirstOffset. It
@@ -621,9 +623,14 @@ func (r *PartitionReader) records(res *fetchedPartition) (msgs []record.Record, 
 	}
 	// A header's count is only a hint until its batch's CRC is checked:
 	// an uncompressed record takes at least 7 bytes.
-	msgs = make([]record.Record, 0, min(n, len(set)/7+1))
-	clear(r.lent) // a caller that did not Recycle keeps them; they go with its records
-	r.lent = r.lent[:0]
+	if want := min(n, len(set)/7+1); cap(r.spare) >= want {
+		msgs, r.spare = r.spare[:0], nil
+	} else {
+		msgs = make([]record.Record, 0, want)
+	}
+	// A caller that did not Recycle keeps these; they go with its records.
+	clear(r.lent)
+	r.lent, r.returned = r.lent[:0], nil
 	data := slab{chunk: min(len(res.records), 1<<20), lent: &r.lent}
 
 	committed := r.isolation == 1
@@ -680,6 +687,7 @@ func (r *PartitionReader) records(res *fetchedPartition) (msgs []record.Record, 
 			epoch = b.epoch
 		}
 	}
+	r.returned = msgs
 	return msgs, next, nil
 }
 
@@ -838,6 +846,11 @@ func (r *PartitionReader) Recycle() {
 	}
 	clear(r.lent)
 	r.lent = r.lent[:0]
+	if cap(r.returned) > 0 {
+		r.spare = r.returned[:cap(r.returned)]
+		clear(r.spare) // they point into the chunks just given back
+		r.spare, r.returned = r.spare[:0], nil
+	}
 }
 
 func (s *slab) copy(b protocol.Bytes) ([]byte, error) {

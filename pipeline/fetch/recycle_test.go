@@ -89,4 +89,18 @@ func TestRecycleLendsChunksOnlyWhenGivenBack(t *testing.T) {
 	if !reused && !raceEnabled {
 		t.Error("the next fetch after Recycle took no chunk it gave back")
 	}
+	// The records themselves: a fetch's slice is used again only after
+	// Recycle.
+	r.SetOffset(9000)
+	fourth, _, _ := r.records(bigSet(t, 9000, 3000, "d"))
+	r.SetOffset(12000)
+	fifth, _, _ := r.records(bigSet(t, 12000, 3000, "e"))
+	if &fourth[0] == &fifth[0] || fourth[0].Offset != 9000 {
+		t.Error("a fetch's records were written over before Recycle")
+	}
+	r.Recycle()
+	r.SetOffset(15000)
+	if sixth, _, _ := r.records(bigSet(t, 15000, 3000, "f")); &sixth[0] != &fifth[0] || sixth[0].Offset != 15000 {
+		t.Error("the records of a fetch given back were not used again")
+	}
 }
