@@ -564,14 +564,14 @@ func (c *brokerConn) request(ctx context.Context, req protocol.Message) (msg pro
 }
 
 // fetch is request for a Fetch, whose raw answer the caller parses.
-func (c *brokerConn) fetch(ctx context.Context, req protocol.Message) (version int16, body []byte, reused bool, err error) {
+func (c *brokerConn) fetch(ctx context.Context, req protocol.Message, buffer func(int) []byte) (version int16, body []byte, reused bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	reused = c.reused
 	if err := c.reauthenticateIfDue(ctx); err != nil {
 		return 0, nil, reused, err
 	}
-	version, body, err = c.exchange(ctx, req)
+	version, body, err = c.exchangeInto(ctx, req, buffer)
 	return version, body, reused, err
 }
 
@@ -590,6 +590,11 @@ func (c *brokerConn) roundTrip(ctx context.Context, req protocol.Message) (proto
 // exchange sends req and returns the raw response body (after the
 // correlation id), for callers that read fields kafka-go does not decode.
 func (c *brokerConn) exchange(ctx context.Context, req protocol.Message) (version int16, body []byte, err error) {
+	return c.exchangeInto(ctx, req, func(n int) []byte { return make([]byte, n) })
+}
+
+// exchangeInto is exchange, reading the body into buffer(size).
+func (c *brokerConn) exchangeInto(ctx context.Context, req protocol.Message, buffer func(int) []byte) (version int16, body []byte, err error) {
 	version = c.versions[req.ApiKey()]
 	err = c.within(ctx, func() error {
 		c.nextID++
@@ -608,7 +613,7 @@ func (c *brokerConn) exchange(ctx context.Context, req protocol.Message) (versio
 		if got := int32(binary.BigEndian.Uint32(head[4:])); got != id {
 			return fmt.Errorf("correlation id mismatch from %s (sent %d, got %d)", c.addr, id, got)
 		}
-		body = make([]byte, size-4)
+		body = buffer(int(size - 4))
 		_, err := io.ReadFull(c.pc, body)
 		return err
 	})

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -598,6 +599,7 @@ func (r *PartitionReader) fetchFrom(ctx context.Context, broker int32, rack stri
 // transactions. next is the offset after the last batch seen, which may lie
 // past the last record returned (compacted or aborted tails, markers).
 func (r *PartitionReader) records(res *fetchedPartition) (msgs []record.Record, next int64, err error) {
+	defer res.body.release() // everything kept is copied out of it
 	next = r.offset
 	if len(res.records) <= 4 {
 		return nil, next, nil
@@ -990,9 +992,50 @@ type fetchedPartition struct {
 	aborted       []abortedTxn
 	preferred     int32
 	records       []byte
+	body          *fetchBody // the response records is cut from; nil when not pooled
 }
 
 type abortedTxn struct{ producerID, firstOffset int64 }
+
+// fetchBody is a Fetch response's bytes, shared by the partitions in it.
+// Each partition's reader copies what it keeps (records) and then lets go
+// (release); once the session and every reader did, the bytes serve the
+// next response. A partition whose reader never reads its part (its fetch
+// was cancelled) keeps the body from the pool; the collector frees it.
+type fetchBody struct {
+	buf  []byte
+	refs atomic.Int32
+}
+
+// fetchBodies are response buffers given back for the next fetches of any
+// session: at full speed each response would otherwise allocate (and
+// zero) its size. Idle ones are freed after two collections.
+var fetchBodies sync.Pool // *fetchBody
+
+// getFetchBody is a body of n bytes for a Fetch response, from the pool
+// when one there is large enough (sizes are rounded up to recordChunk).
+func getFetchBody(n int) *fetchBody {
+	if b, _ := fetchBodies.Get().(*fetchBody); b != nil && cap(b.buf) >= n {
+		b.buf = b.buf[:n]
+		return b
+	}
+	return &fetchBody{buf: make([]byte, n, (n+recordChunk-1)/recordChunk*recordChunk)}
+}
+
+// share says n more holders (the readers of the partitions in it) will
+// release b.
+func (b *fetchBody) share(n int) {
+	if b != nil {
+		b.refs.Add(int32(n))
+	}
+}
+
+// release lets go of b; the last holder gives it back to the pool.
+func (b *fetchBody) release() {
+	if b != nil && b.refs.Add(-1) == 0 {
+		fetchBodies.Put(b)
+	}
+}
 
 // fetchResponse is a Fetch response: its top-level error (fetch sessions,
 // v7+), the session id, and every partition in it.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go/protocol"
+
+	"github.com/logstore/logstore/pipeline/record"
 )
 
 // bigSet is a fetched partition of n records of about 330 bytes from
@@ -102,5 +104,59 @@ func TestRecycleLendsChunksOnlyWhenGivenBack(t *testing.T) {
 	r.SetOffset(15000)
 	if sixth, _, _ := r.records(bigSet(t, 15000, 3000, "f")); &sixth[0] != &fifth[0] || sixth[0].Offset != 15000 {
 		t.Error("the records of a fetch given back were not used again")
+	}
+}
+
+// TestFetchBodyGoesBackWhenEveryPartIsRead: a response shared by two
+// partitions goes back to the pool only once the session and both readers
+// let go of it, and the records each reader returned still read right
+// after the body is written over.
+func TestFetchBodyGoesBackWhenEveryPartIsRead(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	a, b := bigSet(t, 0, 500, "a"), bigSet(t, 0, 500, "b")
+	fb := getFetchBody(len(a.records) + len(b.records))
+	copy(fb.buf, a.records)
+	copy(fb.buf[len(a.records):], b.records)
+	a.records, b.records = fb.buf[:len(a.records)], fb.buf[len(a.records):]
+	a.body, b.body = fb, fb
+	fb.share(3) // the round and the two readers
+	pooled := func() bool {
+		got, _ := fetchBodies.Get().(*fetchBody)
+		if got != nil && got != fb {
+			fetchBodies.Put(got)
+		}
+		return got == fb
+	}
+	ra, rb := NewPartitionReader(ReaderConfig{Topic: testTopic}), NewPartitionReader(ReaderConfig{Topic: testTopic})
+	defer ra.Close()
+	defer rb.Close()
+	ra.SetOffset(0)
+	msgsA, _, err := ra.records(a)
+	if err != nil || len(msgsA) != 500 {
+		t.Fatalf("%d records, %v", len(msgsA), err)
+	}
+	fb.release() // the round
+	if pooled() {
+		t.Fatal("the body went back while a reader had not read its part")
+	}
+	rb.SetOffset(0)
+	msgsB, _, err := rb.records(b)
+	if err != nil || len(msgsB) != 500 {
+		t.Fatalf("%d records, %v", len(msgsB), err)
+	}
+	if !raceEnabled && !pooled() {
+		t.Fatal("the body did not go back once every part was read")
+	}
+	clear(fb.buf) // the next response
+	for _, c := range []struct {
+		msgs []record.Record
+		tag  string
+	}{{msgsA, "a"}, {msgsB, "b"}} {
+		var vs [][]byte
+		for _, m := range c.msgs {
+			vs = append(vs, m.Value)
+		}
+		checkValues(t, vs, 0, c.tag)
 	}
 }

@@ -299,11 +299,12 @@ func (s *fetchSession) round(batch map[topicPartition]*fetchWant, wait time.Dura
 	s.rounds++
 	for attempt := 0; ; attempt++ {
 		req, full := s.request(batch, wait)
-		version, body, err := s.send(req)
+		version, fb, err := s.send(req)
 		if err != nil {
 			s.reset()
 			return fail(err)
 		}
+		body := fb.buf
 		var countRack string
 		for _, w := range batch {
 			countRack = w.countRack
@@ -343,8 +344,17 @@ func (s *fetchSession) round(batch map[topicPartition]*fetchWant, wait time.Dura
 		}
 		s.commit(req, res.sessionID)
 		s.learnBounds(res)
+		// Each partition's reader releases the body once it has copied its
+		// records (PartitionReader.records); the round holds it until every
+		// part is handed out.
+		fb.share(1)
+		defer fb.release()
 		for tp := range batch {
 			p := res.parts[tp]
+			if p != nil && len(p.records) > 0 {
+				p.body = fb
+				fb.share(1)
+			}
 			if p == nil && full {
 				answer(tp, fetchResult{err: fmt.Errorf("%w from broker %d: no data for %s/%d in the response", errBadResponse, s.key.broker, tp.topic, tp.partition)})
 				continue
@@ -501,7 +511,7 @@ func (s *fetchSession) reset() {
 // connection that outlived its broker process is dialled again once
 // (staleConn). The request's session fields stay as they are: a broker
 // that lost the session says so, and round starts a new one.
-func (s *fetchSession) send(req *fetch.Request) (int16, []byte, error) {
+func (s *fetchSession) send(req *fetch.Request) (int16, *fetchBody, error) {
 	ctx, cancel := context.WithTimeout(s.c.ctx, s.c.cfg.MaxWait+requestTimeout)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
@@ -521,7 +531,11 @@ func (s *fetchSession) send(req *fetch.Request) (int16, []byte, error) {
 			s.reset()
 			s.epoch = -1 // a broker before Kafka 1.1 has no fetch sessions
 		}
-		version, body, reused, err := c.fetch(ctx, req)
+		var body *fetchBody
+		version, _, reused, err := c.fetch(ctx, req, func(n int) []byte {
+			body = getFetchBody(n)
+			return body.buf
+		})
 		if err == nil {
 			return version, body, nil
 		}
