@@ -197,7 +197,7 @@ type PartitionReader struct {
 	// lent is the pooled chunks the last Fetch's keys and values are cut
 	// from; Recycle gives them back. returned is the last Fetch's records,
 	// whose storage Recycle keeps in spare for the next fetch's.
-	lent            []*[]byte
+	lent            [][]byte
 	returned, spare []record.Record
 }
 
@@ -809,7 +809,7 @@ func readRecordSet(set *protocol.RecordSet, b []byte) (err error) {
 type slab struct {
 	buf   []byte
 	chunk int
-	lent  *[]*[]byte
+	lent  *[][]byte
 }
 
 // recordChunk is the size of a pooled chunk: a partition's fetch at full
@@ -818,9 +818,9 @@ const recordChunk = 1 << 20
 
 // recordChunks are chunks callers gave back (Recycle) for the next fetches
 // of any reader: at full speed each fetch would otherwise allocate its
-// size again, the largest part of what the job allocates. Chunks idle
-// through two collections are freed (sync.Pool).
-var recordChunks sync.Pool // *[]byte of recordChunk bytes
+// size again, the largest part of what the job allocates. At most 8 are
+// kept.
+var recordChunks = &spares{max: 8 * recordChunk}
 
 // grow starts a chunk with room for n bytes.
 func (s *slab) grow(n int) {
@@ -829,13 +829,12 @@ func (s *slab) grow(n int) {
 		s.buf = make([]byte, 0, size)
 		return
 	}
-	p, _ := recordChunks.Get().(*[]byte)
-	if p == nil {
-		b := make([]byte, recordChunk)
-		p = &b
+	b := recordChunks.get(recordChunk)
+	if b == nil {
+		b = make([]byte, 0, recordChunk)
 	}
-	*s.lent = append(*s.lent, p)
-	s.buf = (*p)[:0]
+	*s.lent = append(*s.lent, b[:0])
+	s.buf = b[:0]
 }
 
 // Recycle says the caller is done with every record Fetch returned so far,
@@ -843,8 +842,8 @@ func (s *slab) grow(n int) {
 // into them. Their memory then serves the next fetches. A caller that keeps
 // records' bytes (to produce them again as they were) must not call it.
 func (r *PartitionReader) Recycle() {
-	for _, p := range r.lent {
-		recordChunks.Put(p)
+	for _, b := range r.lent {
+		recordChunks.put(b)
 	}
 	clear(r.lent)
 	r.lent = r.lent[:0]
@@ -1009,15 +1008,16 @@ type fetchBody struct {
 
 // fetchBodies are response buffers given back for the next fetches of any
 // session: at full speed each response would otherwise allocate (and
-// zero) its size. Idle ones are freed after two collections.
-var fetchBodies sync.Pool // *fetchBody
+// zero) its size. At most 16 MiB are kept: one response of 16 partitions
+// at kafka.fetch.max_bytes' default.
+var fetchBodies = &spares{max: 16 << 20}
 
-// getFetchBody is a body of n bytes for a Fetch response, from the pool
-// when one there is large enough (sizes are rounded up to recordChunk).
+// getFetchBody is a body of n bytes for a Fetch response, kept from an
+// earlier one when one large enough is (sizes are rounded up to
+// recordChunk).
 func getFetchBody(n int) *fetchBody {
-	if b, _ := fetchBodies.Get().(*fetchBody); b != nil && cap(b.buf) >= n {
-		b.buf = b.buf[:n]
-		return b
+	if b := fetchBodies.get(n); b != nil {
+		return &fetchBody{buf: b[:n]}
 	}
 	return &fetchBody{buf: make([]byte, n, (n+recordChunk-1)/recordChunk*recordChunk)}
 }
@@ -1033,7 +1033,7 @@ func (b *fetchBody) share(n int) {
 // release lets go of b; the last holder gives it back to the pool.
 func (b *fetchBody) release() {
 	if b != nil && b.refs.Add(-1) == 0 {
-		fetchBodies.Put(b)
+		fetchBodies.put(b.buf)
 	}
 }
 

@@ -4,10 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"runtime"
-	"runtime/debug"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/segmentio/kafka-go/protocol"
 
@@ -51,11 +50,6 @@ func checkValues(t *testing.T, got [][]byte, base int, tag string) {
 // never written again (its records still read right after later fetches),
 // and those given back (Recycle) serve the next fetch.
 func TestRecycleLendsChunksOnlyWhenGivenBack(t *testing.T) {
-	// sync.Pool keeps what one P put for that P (one P here), a collection
-	// between Recycle and the next fetch may empty it (none here), and the
-	// race detector drops a share of what is put in it.
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	r := NewPartitionReader(ReaderConfig{Topic: testTopic})
 	defer r.Close()
 	fetchAt := func(base int, tag string) [][]byte {
@@ -78,7 +72,7 @@ func TestRecycleLendsChunksOnlyWhenGivenBack(t *testing.T) {
 	checkValues(t, kept, 0, "a")
 	lent := map[*byte]bool{}
 	for _, p := range r.lent {
-		lent[&(*p)[0]] = true
+		lent[unsafe.SliceData(p)] = true
 	}
 	r.Recycle()
 	third := fetchAt(6000, "c")
@@ -86,9 +80,9 @@ func TestRecycleLendsChunksOnlyWhenGivenBack(t *testing.T) {
 	checkValues(t, third, 6000, "c")
 	reused := false
 	for _, p := range r.lent {
-		reused = reused || lent[&(*p)[0]]
+		reused = reused || lent[unsafe.SliceData(p)]
 	}
-	if !reused && !raceEnabled {
+	if !reused {
 		t.Error("the next fetch after Recycle took no chunk it gave back")
 	}
 	// The records themselves: a fetch's slice is used again only after
@@ -112,8 +106,6 @@ func TestRecycleLendsChunksOnlyWhenGivenBack(t *testing.T) {
 // let go of it, and the records each reader returned still read right
 // after the body is written over.
 func TestFetchBodyGoesBackWhenEveryPartIsRead(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	a, b := bigSet(t, 0, 500, "a"), bigSet(t, 0, 500, "b")
 	fb := getFetchBody(len(a.records) + len(b.records))
 	copy(fb.buf, a.records)
@@ -121,13 +113,7 @@ func TestFetchBodyGoesBackWhenEveryPartIsRead(t *testing.T) {
 	a.records, b.records = fb.buf[:len(a.records)], fb.buf[len(a.records):]
 	a.body, b.body = fb, fb
 	fb.share(3) // the round and the two readers
-	pooled := func() bool {
-		got, _ := fetchBodies.Get().(*fetchBody)
-		if got != nil && got != fb {
-			fetchBodies.Put(got)
-		}
-		return got == fb
-	}
+	pooled := func() bool { return fetchBodies.holds(fb.buf) }
 	ra, rb := NewPartitionReader(ReaderConfig{Topic: testTopic}), NewPartitionReader(ReaderConfig{Topic: testTopic})
 	defer ra.Close()
 	defer rb.Close()
@@ -145,7 +131,7 @@ func TestFetchBodyGoesBackWhenEveryPartIsRead(t *testing.T) {
 	if err != nil || len(msgsB) != 500 {
 		t.Fatalf("%d records, %v", len(msgsB), err)
 	}
-	if !raceEnabled && !pooled() {
+	if !pooled() {
 		t.Fatal("the body did not go back once every part was read")
 	}
 	clear(fb.buf) // the next response
@@ -158,5 +144,41 @@ func TestFetchBodyGoesBackWhenEveryPartIsRead(t *testing.T) {
 			vs = append(vs, m.Value)
 		}
 		checkValues(t, vs, 0, c.tag)
+	}
+}
+
+// holds reports whether b is among the kept buffers.
+func (s *spares) holds(b []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, x := range s.bufs {
+		if unsafe.SliceData(x) == unsafe.SliceData(b) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSparesKeepNoMoreThanTheirBytes: buffers given back past max are
+// dropped, and get hands out only a buffer large enough.
+func TestSparesKeepNoMoreThanTheirBytes(t *testing.T) {
+	s := &spares{max: 10 << 10}
+	small, big := make([]byte, 1<<10), make([]byte, 8<<10)
+	s.put(small)
+	s.put(big)
+	if extra := make([]byte, 4<<10); true {
+		s.put(extra)
+		if s.holds(extra) || s.bytes != 9<<10 {
+			t.Fatalf("kept %d bytes (extra kept: %v), want 9 KiB: the limit is 10 KiB", s.bytes, s.holds(extra))
+		}
+	}
+	if b := s.get(2 << 10); unsafe.SliceData(b) != unsafe.SliceData(big) || len(b) != 0 {
+		t.Fatal("get(2 KiB) did not hand out the 8 KiB buffer, empty")
+	}
+	if b := s.get(2 << 10); b != nil {
+		t.Fatal("get(2 KiB) handed out a buffer too small")
+	}
+	if b := s.get(1 << 10); unsafe.SliceData(b) != unsafe.SliceData(small) || s.bytes != 0 {
+		t.Fatal("get(1 KiB) did not hand out the last buffer")
 	}
 }
