@@ -86,9 +86,12 @@ func (f *Files) CheckRows(b *Batch) []*RowError {
 	var name []byte
 	var folder string
 	for i, r := range b.Rows {
-		if i > 0 && layout.SameFolder(b.Rows[i-1], r) {
-			// the previous row's folder, and its err
-		} else if name = layout.AppendFolder(name[:0], r); i == 0 || string(name) != folder {
+		same := i > 0 && layout.SameFolder(b.Rows[i-1], r)
+		if !same {
+			name = layout.AppendFolder(name[:0], r)
+			same = i > 0 && string(name) == folder
+		}
+		if !same { // else the previous row's folder, and its err
 			folder = string(name)
 			var ok bool
 			if err, ok = checked[folder]; !ok {
