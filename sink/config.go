@@ -52,6 +52,10 @@ type PartitionColumn struct {
 // ParquetConfig is `sinks.files.parquet`.
 type ParquetConfig struct {
 	Compression string `yaml:"compression"`
+	// CompressionLevel is zstd's level (1-22; 3, what Spark and parquet-mr
+	// write, by default) or gzip's (1-9; 6 by default); snappy and none
+	// have none.
+	CompressionLevel int `yaml:"compression_level"`
 	// RowGroupRows and RowGroupBytes close a row group at whichever comes
 	// first. A row group is what a writer holds in memory.
 	RowGroupRows  int64 `yaml:"row_group_rows"`
@@ -133,10 +137,13 @@ type KafkaOutputConfig struct {
 // The allowed values of enumerated keys, in the order the docs give them.
 var (
 	ParquetCompressions = []string{"zstd", "snappy", "gzip", "none"}
-	S3Checksums         = []string{"crc32", "crc32c", "sha256", "none"}
-	S3SSEModes          = []string{"none", "aes256", "aws:kms"}
-	KafkaValues         = []string{"json", "original"}
-	KafkaCompressions   = []string{"none", "gzip", "snappy", "lz4", "zstd"}
+	// The compressions with levels: their default and their highest.
+	defaultCompressionLevels = map[string]int{"zstd": 3, "gzip": 6}
+	maxCompressionLevels     = map[string]int{"zstd": 22, "gzip": 9}
+	S3Checksums              = []string{"crc32", "crc32c", "sha256", "none"}
+	S3SSEModes               = []string{"none", "aes256", "aws:kms"}
+	KafkaValues              = []string{"json", "original"}
+	KafkaCompressions        = []string{"none", "gzip", "snappy", "lz4", "zstd"}
 )
 
 const (
@@ -182,6 +189,7 @@ func (c *Config) SetDefaults() {
 
 func (p *ParquetConfig) setDefaults() {
 	confkey.Default(&p.Compression, "zstd")
+	confkey.Default(&p.CompressionLevel, defaultCompressionLevels[p.Compression])
 	confkey.Default(&p.RowGroupRows, 1_000_000)
 	confkey.Default(&p.RowGroupBytes, 64*mib)
 	confkey.Default(&p.PageBytes, 128<<10)
@@ -290,6 +298,11 @@ func (f *FilesConfig) validate() error {
 func (p *ParquetConfig) validate() error {
 	if !slices.Contains(ParquetCompressions, p.Compression) {
 		return confkey.Errorf("files.parquet.compression", "%q is not one of %s", p.Compression, strings.Join(ParquetCompressions, ", "))
+	}
+	if top, ok := maxCompressionLevels[p.Compression]; !ok && p.CompressionLevel != 0 {
+		return confkey.Errorf("files.parquet.compression_level", "%s has no levels: leave it out", p.Compression)
+	} else if ok && (p.CompressionLevel < 1 || p.CompressionLevel > top) {
+		return confkey.Errorf("files.parquet.compression_level", "%d is not a %s level (1-%d)", p.CompressionLevel, p.Compression, top)
 	}
 	if p.RowGroupRows < 1 {
 		return confkey.Errorf("files.parquet.row_group_rows", "must be at least 1")

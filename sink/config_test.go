@@ -50,6 +50,9 @@ func TestConfigValidateNamesTheKey(t *testing.T) {
 			c.Files.PartitionBy = []PartitionColumn{{Name: "dt", Column: "a"}, {Name: "d-t", Column: "a"}}
 		}},
 		{"files.parquet.compression", func(c *Config) { c.Files.Parquet.Compression = "lzo" }},
+		{"files.parquet.compression_level", func(c *Config) { c.Files.Parquet.CompressionLevel = 23 }},
+		{"files.parquet.compression_level", func(c *Config) { c.Files.Parquet.Compression = "snappy" }},
+		{"files.parquet.compression_level", func(c *Config) { c.Files.Parquet.Compression, c.Files.Parquet.CompressionLevel = "gzip", 10 }},
 		{"files.parquet.data_page_version", func(c *Config) { c.Files.Parquet.DataPageVersion = 3 }},
 		{"files.s3.part_bytes", func(c *Config) { c.Files.S3.PartBytes = 1 << 20 }},
 		{"files.s3.checksum", func(c *Config) { c.Files.S3.Checksum = "md5" }},

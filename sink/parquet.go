@@ -12,6 +12,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
+	"github.com/parquet-go/parquet-go/compress/gzip"
 	"github.com/parquet-go/parquet-go/encoding"
 )
 
@@ -202,7 +203,7 @@ func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig, pages parque
 	if err != nil {
 		return nil, err
 	}
-	codec, err := parquetCodec(cfg.Compression)
+	codec, err := parquetCodec(cfg.Compression, cfg.CompressionLevel)
 	if err != nil {
 		return nil, err
 	}
@@ -247,14 +248,17 @@ func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig, pages parque
 	return pw, nil
 }
 
-func parquetCodec(name string) (compress.Codec, error) {
+func parquetCodec(name string, level int) (compress.Codec, error) {
 	switch name {
 	case "zstd":
-		return &parquet.Zstd, nil
+		return zstdCodecAt(level), nil
 	case "snappy":
 		return &parquet.Snappy, nil
 	case "gzip":
-		return &parquet.Gzip, nil
+		if level == 0 {
+			return &parquet.Gzip, nil
+		}
+		return &gzip.Codec{Level: level}, nil
 	case "none":
 		return &parquet.Uncompressed, nil
 	}
