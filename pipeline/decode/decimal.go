@@ -138,6 +138,35 @@ func (d *decimal) int64() (int64, bool) {
 	return int64(u), true
 }
 
+// exactPow10 are the powers of ten a float64 holds exactly.
+var exactPow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// float64 is the value when one IEEE operation makes it correctly rounded
+// (Clinger's fast path, the one strconv.ParseFloat tries first): at most
+// 15 significant digits, an integer below 2^53, times or over a power of
+// ten that is itself exact. Logs' numbers (latencies, sizes, ratios)
+// nearly all are; for the rest ok is false and strconv does the work.
+func (d *decimal) float64() (f float64, ok bool) {
+	if d.hi-d.lo > 15 || d.scale < -22 || d.scale > 22 {
+		return 0, false
+	}
+	var m uint64
+	for i := d.lo; i < d.hi; i++ {
+		m = m*10 + uint64(d.digit(i)-'0')
+	}
+	f = float64(m)
+	if d.scale < 0 {
+		f /= exactPow10[-d.scale]
+	} else {
+		f *= exactPow10[d.scale]
+	}
+	if d.neg {
+		f = -f
+	}
+	return f, true
+}
+
 // unix reads d as a count of units of 10^-digits seconds (0 for seconds,
 // 3 for milliseconds, ...) and returns the whole seconds and nanoseconds,
 // fractions below a nanosecond dropped. ok is false past ±10^12 seconds,

@@ -509,8 +509,14 @@ func (c *column) convert(v fieldValue, st *decodeState) (any, error) {
 		switch string(b) {
 		case "NaN", "Infinity", "-Infinity":
 		default:
-			if _, ok := parseDecimal(b); !ok {
+			d, ok := parseDecimal(b)
+			if !ok {
 				return nil, c.notA(v)
+			}
+			if bits == 64 { // a float32 from a float64 could round twice
+				if f, ok := d.float64(); ok {
+					return st.vals.f64s.box(f), nil
+				}
 			}
 		}
 		f, err := strconv.ParseFloat(string(b), bits)
