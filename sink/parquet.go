@@ -7,8 +7,11 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
@@ -248,22 +251,46 @@ func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig, pages parque
 	return pw, nil
 }
 
+// parquetCodec is the process's codec for a compression and level: one
+// each, so that every file shares its pooled encoders (a gzip writer holds
+// about a megabyte; a file of its own each would be that per open file).
 func parquetCodec(name string, level int) (compress.Codec, error) {
 	switch name {
-	case "zstd":
-		return zstdCodecAt(level), nil
 	case "snappy":
 		return &parquet.Snappy, nil
-	case "gzip":
-		if level == 0 {
-			return &parquet.Gzip, nil
-		}
-		return &gzip.Codec{Level: level}, nil
 	case "none":
 		return &parquet.Uncompressed, nil
+	case "zstd", "gzip":
+	default:
+		return nil, fmt.Errorf("parquet: compression %q is not one of %s", name, strings.Join(ParquetCompressions, ", "))
 	}
-	return nil, fmt.Errorf("parquet: compression %q is not one of %s", name, strings.Join(ParquetCompressions, ", "))
+	if level == 0 {
+		level = defaultCompressionLevels[name]
+	}
+	key := codecKey{name, level}
+	sharedCodecsMu.Lock()
+	defer sharedCodecsMu.Unlock()
+	c := sharedCodecs[key]
+	if c == nil {
+		if name == "zstd" {
+			c = &zstdCodec{level: zstd.EncoderLevelFromZstd(level)}
+		} else {
+			c = &gzip.Codec{Level: level}
+		}
+		sharedCodecs[key] = c
+	}
+	return c, nil
 }
+
+type codecKey struct {
+	name  string
+	level int
+}
+
+var (
+	sharedCodecsMu sync.Mutex
+	sharedCodecs   = map[codecKey]compress.Codec{}
+)
 
 // WriteRow appends one row. The error names the column whose value does not
 // fit its type (or is null in a required column); the file stays usable.

@@ -466,3 +466,26 @@ func TestParquetSharedMapsSortedOnce(t *testing.T) {
 	_, got := decodeParquet(t, s, want)
 	sameRows(t, got, copies)
 }
+
+// TestParquetCodecsAreShared: files at the same compression and level
+// share one codec, and with it its pooled encoders; a gzip writer is about
+// a megabyte, which a codec per file would hold per open file.
+func TestParquetCodecsAreShared(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		levels [2]int // the same codec: 0 is the default level
+	}{{"zstd", [2]int{3, 0}}, {"zstd", [2]int{1, 1}}, {"gzip", [2]int{6, 0}}, {"gzip", [2]int{9, 9}}} {
+		a, err := parquetCodec(c.name, c.levels[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := parquetCodec(c.name, c.levels[1])
+		if a != b {
+			t.Errorf("%s at levels %d and %d: two codecs", c.name, c.levels[0], c.levels[1])
+		}
+	}
+	fast, _ := parquetCodec("zstd", 1)
+	if def, _ := parquetCodec("zstd", 3); fast == def {
+		t.Error("zstd levels 1 and 3 share a codec")
+	}
+}

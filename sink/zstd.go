@@ -8,39 +8,18 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 )
 
-// zstdCodec compresses Parquet pages with zstd at a level. It is
-// parquet-go's codec but for two things: the level is the reference zstd's
-// (1-22, mapped to the Go encoder's four), and a block in which the encoder
-// finds no match still has its literals entropy-coded, as the reference
-// zstd does at every level. The Go encoder stores such a block raw at its
-// default and fastest levels, so a page of random ids (trace ids, once
-// their dictionary fell back to plain, their length prefixes aside) comes
-// out at its full size instead of about half.
+// zstdCodec compresses Parquet pages with zstd at a level (parquetCodec
+// holds one per level for the process). It is parquet-go's codec but for
+// two things: the level is the reference zstd's (1-22, mapped to the Go
+// encoder's four), and a block in which the encoder finds no match still
+// has its literals entropy-coded, as the reference zstd does at every
+// level. The Go encoder stores such a block raw at its default and
+// fastest levels, so a page of random ids (trace ids, once their
+// dictionary fell back to plain, their length prefixes aside) comes out
+// at its full size instead of about half.
 type zstdCodec struct {
 	level    zstd.EncoderLevel
 	encoders sync.Pool // *zstd.Encoder; a Go encoder encodes one page at a time
-}
-
-var (
-	zstdCodecsMu sync.Mutex
-	zstdCodecs   = map[zstd.EncoderLevel]*zstdCodec{}
-)
-
-// zstdCodecAt is the process's codec for a level (0: 3, the default), so
-// that every file at that level shares its pooled encoders.
-func zstdCodecAt(level int) *zstdCodec {
-	if level == 0 {
-		level = defaultCompressionLevels["zstd"]
-	}
-	l := zstd.EncoderLevelFromZstd(level)
-	zstdCodecsMu.Lock()
-	defer zstdCodecsMu.Unlock()
-	c := zstdCodecs[l]
-	if c == nil {
-		c = &zstdCodec{level: l}
-		zstdCodecs[l] = c
-	}
-	return c
 }
 
 func (c *zstdCodec) String() string                            { return "ZSTD" }
