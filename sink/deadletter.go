@@ -61,7 +61,7 @@ func (f *Files) WriteDeadLetters(ctx context.Context, b *Batch) error {
 	if len(b.Rows) == 0 {
 		return nil
 	}
-	st := &stagedBatch{first: b.First, schema: b.Schema, folder: func(dst []byte, _ Row) []byte { return append(dst, "_errors"...) }, folders: map[string]*stagedFolder{}}
+	st := &stagedBatch{first: b.First, schema: b.Schema, layout: oneFolder("_errors"), folders: map[string]*stagedFolder{}}
 	defer st.remove()
 	if err := f.seal(ctx, st, b); err != nil {
 		return err

@@ -55,15 +55,27 @@ type stageKey struct {
 type stagedBatch struct {
 	first   int64
 	schema  *Schema
-	folder  func(dst []byte, r Row) []byte // appends the row's folder
-	layout  *Layout                        // the folders' layout; nil for dead letters
-	name    []byte                         // the last row's folder
-	last    *stagedFolder                  // and its files
-	spare   []byte                         // scratch for the next row's folder
+	layout  rowFolders    // where each row goes: a *Layout, or dead letters' one folder
+	name    []byte        // the last row's folder
+	last    *stagedFolder // and its files
+	spare   []byte        // scratch for the next row's folder
 	folders map[string]*stagedFolder
 	rows    int  // rows taken so far
 	sealed  bool // the cut's rows are in and every file is closed
 }
+
+// rowFolders names a row's folder (AppendFolder) and tells, without
+// naming them, that two rows share one (SameFolder; false says nothing).
+type rowFolders interface {
+	AppendFolder(dst []byte, r Row) []byte
+	SameFolder(a, b Row) bool
+}
+
+// oneFolder is a batch whose rows all go to the same folder.
+type oneFolder string
+
+func (f oneFolder) AppendFolder(dst []byte, _ Row) []byte { return append(dst, f...) }
+func (f oneFolder) SameFolder(_, _ Row) bool              { return true }
 
 type stagedFolder struct {
 	parts []*SpoolFile
@@ -215,7 +227,7 @@ func (f *Files) open(b *Batch) (*stagedBatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	st = &stagedBatch{first: b.First, schema: b.Schema, folder: layout.AppendFolder, layout: layout, folders: map[string]*stagedFolder{}}
+	st = &stagedBatch{first: b.First, schema: b.Schema, layout: layout, folders: map[string]*stagedFolder{}}
 	f.staged[k] = st
 	return st, nil
 }
@@ -235,8 +247,8 @@ func (f *Files) append(ctx context.Context, st *stagedBatch, b *Batch) error {
 		// looked up again only when the name differs, and the name is made
 		// only when the layout cannot tell the folder is the same.
 		fo := st.last
-		if fo == nil || i == 0 || st.layout == nil || !st.layout.SameFolder(b.Rows[i-1], r) {
-			name := st.folder(st.spare[:0], r)
+		if fo == nil || i == 0 || !st.layout.SameFolder(b.Rows[i-1], r) {
+			name := st.layout.AppendFolder(st.spare[:0], r)
 			if fo == nil || string(name) != string(st.name) {
 				if fo = st.folders[string(name)]; fo == nil {
 					fo = &stagedFolder{}
