@@ -3,7 +3,9 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -310,12 +312,14 @@ func prefixed(section string, err error) error {
 }
 
 // ConfigError is what Load returns for a bad config: where, which key, what
-// to do. The CLI exits 2 on it.
+// to do. The CLI exits 2 on it. Err, when set, is the kind of refusal
+// (ErrConfigTooLarge, ErrConfigTooDeep, ErrConfigAliases, ErrConfigNotText).
 type ConfigError struct {
 	File         string
 	Line, Column int
 	Key          string
 	Msg          string
+	Err          error
 }
 
 func (e *ConfigError) Error() string {
@@ -329,74 +333,109 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("%s: %s", loc, e.Msg)
 }
 
+func (e *ConfigError) Unwrap() error { return e.Err }
+
 // Load reads, expands, decodes (strictly), defaults and validates a config
-// file. Every error is a *ConfigError.
+// file. Every error is a *ConfigError. A file over MaxConfigBytes is refused
+// without reading it.
 func Load(path string) (*Config, error) {
-	raw, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, &ConfigError{File: path, Msg: err.Error()}
+	}
+	defer f.Close()
+	// One byte past the limit tells a file over it (a pipe has no size).
+	raw, err := io.ReadAll(io.LimitReader(f, MaxConfigBytes+1))
+	if err != nil {
+		return nil, &ConfigError{File: path, Msg: err.Error()}
+	}
+	if len(raw) > MaxConfigBytes {
+		size := "more"
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			size = fmt.Sprintf("%.1f MiB", float64(st.Size())/(1<<20))
+		}
+		return nil, tooBig(path, size)
 	}
 	return Parse(path, raw)
 }
 
-// Parse is Load on bytes already read; name is used in messages.
+func tooBig(name, size string) error {
+	return &ConfigError{File: name, Err: ErrConfigTooLarge,
+		Msg: fmt.Sprintf("%s is over the 1 MiB a config may be; is it the right file? (configs/reference.yaml, every key documented, is 32 KB)", size)}
+}
+
+// Parse is Load on bytes already read; name is used in messages. The text is
+// checked against the limits (configlimits.go) before and after the
+// environment is expanded into it, and its aliases before it is decoded.
 func Parse(name string, raw []byte) (*Config, error) {
+	if len(raw) > MaxConfigBytes {
+		return nil, tooBig(name, fmt.Sprintf("%.1f MiB", float64(len(raw))/(1<<20)))
+	}
+	if err := checkText(name, raw); err != nil {
+		return nil, err
+	}
 	text, err := expandEnv(name, raw)
 	if err != nil {
 		return nil, err
 	}
+	if len(text) > MaxConfigBytes {
+		return nil, tooBig(name, "with its environment variables expanded, it")
+	}
+	if err := checkText(name, text); err != nil {
+		return nil, err
+	}
+	if err := checkShape(name, text); err != nil {
+		return nil, err
+	}
+	file, err := parser.ParseBytes(text, 0)
+	if err != nil {
+		return nil, yamlError(name, err)
+	}
+	if err := checkAliases(name, file); err != nil {
+		return nil, err
+	}
+	if err := checkTypes(name, file, reflect.TypeFor[Config]()); err != nil {
+		return nil, err
+	}
 	c := Config{Run: RunConfig{ProgressInterval: DefaultProgressInterval}}
-	if err := yaml.UnmarshalWithOptions(text, &c, yaml.Strict()); err != nil {
-		return nil, yamlError(name, text, err)
+	// The first document is the config, as yaml.Unmarshal reads it.
+	if len(file.Docs) > 0 && file.Docs[0].Body != nil {
+		if err := yaml.NodeToValue(file.Docs[0].Body, &c, yaml.Strict()); err != nil {
+			return nil, yamlError(name, err)
+		}
 	}
 	c.SetDefaults()
 	if err := c.Validate(); err != nil {
-		return nil, locate(name, text, err)
+		return nil, locate(name, file, err)
 	}
 	return &c, nil
 }
 
-// yamlError turns a decoder error into file:line:col and the key.
-func yamlError(name string, text []byte, err error) error {
+// yamlError turns a parser or decoder error into file:line:col and a short
+// message. The type check has already named every key of the wrong kind, so
+// what reaches here is a syntax error or a value a key's own decoder refused
+// (a secret's file); its token is quoted short, as it may be anything.
+func yamlError(name string, err error) error {
 	var ye yaml.Error
 	if errors.As(err, &ye) && ye.GetToken() != nil {
 		tk := ye.GetToken()
 		msg := ye.GetMessage()
-		var unknown *yaml.UnknownFieldError
-		if errors.As(err, &unknown) {
-			msg = fmt.Sprintf("unknown key %q; check its spelling against configs/reference.yaml", tk.Value)
+		if v := strings.TrimSpace(tk.Value); v != "" {
+			msg += " (at " + confkey.Quote(v) + ")"
 		}
-		return &ConfigError{File: name, Line: tk.Position.Line, Column: tk.Position.Column, Key: tk.Value, Msg: msg}
+		return &ConfigError{File: name, Line: tk.Position.Line, Column: tk.Position.Column, Msg: msg}
 	}
-	// Some conversions (durations) fail without a token; their message
-	// quotes the bad value, so find the line that holds it.
-	ce := &ConfigError{File: name, Msg: err.Error()}
-	if m := quoted.FindStringSubmatch(err.Error()); m != nil {
-		for i, line := range strings.Split(string(text), "\n") {
-			key, value, ok := strings.Cut(line, ":")
-			if ok && strings.Contains(value, m[1]) && !strings.HasPrefix(strings.TrimSpace(line), "#") {
-				ce.Line, ce.Column, ce.Key = i+1, len(key)-len(strings.TrimLeft(key, " -"))+1, strings.TrimSpace(strings.TrimLeft(key, " -"))
-				break
-			}
-		}
-	}
-	return ce
+	return &ConfigError{File: name, Msg: err.Error()}
 }
-
-var quoted = regexp.MustCompile(`"([^"]+)"`)
 
 // locate finds the line of the key a validation error names; when the key is
 // absent from the file (a missing value), it points at its nearest parent.
-func locate(name string, text []byte, err error) error {
+func locate(name string, file *ast.File, err error) error {
 	var k keyed
 	if !errors.As(err, &k) {
 		return &ConfigError{File: name, Msg: err.Error()}
 	}
 	ce := &ConfigError{File: name, Key: k.ConfigKey(), Msg: strings.TrimPrefix(k.Error(), k.ConfigKey()+": ")}
-	file, perr := parser.ParseBytes(text, 0)
-	if perr != nil {
-		return ce
-	}
 	for key := k.ConfigKey(); key != ""; key = parentKey(key) {
 		p, err := yaml.PathString("$." + key)
 		if err != nil {

@@ -1,0 +1,342 @@
+package pipeline
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+
+	"github.com/logstore/logstore/internal/confkey"
+)
+
+// checkTypes walks the document beside the Go type it decodes into, so that
+// an unknown key or a value of the wrong kind is reported with its key path
+// and what the key takes, in the config's words: the decoder's own errors
+// name Go types and struct fields (`cannot unmarshal []interface {} into Go
+// struct field Config.Batch of type time.Duration`) and no key.
+func checkTypes(name string, file *ast.File, t reflect.Type) error {
+	if len(file.Docs) == 0 {
+		return nil
+	}
+	tc := typeCheck{name: name, anchors: map[string]ast.Node{}}
+	return tc.value(file.Docs[0].Body, t, "") // the config; later documents are not read
+}
+
+type typeCheck struct {
+	name    string
+	anchors map[string]ast.Node
+}
+
+var (
+	durationType = reflect.TypeFor[time.Duration]()
+	// A type with its own UnmarshalYAML (a Secret) takes a scalar.
+	legacyUnmarshaler = reflect.TypeFor[yamlUnmarshaler]()
+)
+
+type yamlUnmarshaler interface {
+	UnmarshalYAML(unmarshal func(any) error) error
+}
+
+// resolve looks through anchors, aliases and tags to the node that holds
+// the value.
+func (tc *typeCheck) resolve(n ast.Node) ast.Node {
+	for range 64 { // an alias chain is no longer than the nesting allows
+		switch v := n.(type) {
+		case *ast.AnchorNode:
+			tc.anchors[tokenValue(v.Name)] = v.Value
+			n = v.Value
+		case *ast.AliasNode:
+			a, ok := tc.anchors[tokenValue(v.Value)]
+			if !ok {
+				return n // the decoder says the anchor is missing
+			}
+			n = a
+		case *ast.TagNode:
+			n = v.Value
+		default:
+			return n
+		}
+	}
+	return n
+}
+
+func (tc *typeCheck) fail(n ast.Node, key, format string, args ...any) error {
+	ce := &ConfigError{File: tc.name, Key: key, Msg: fmt.Sprintf(format, args...)}
+	if tk := n.GetToken(); tk != nil && tk.Position != nil {
+		ce.Line, ce.Column = tk.Position.Line, tk.Position.Column
+	}
+	return ce
+}
+
+func (tc *typeCheck) value(n ast.Node, t reflect.Type, key string) error {
+	if n == nil {
+		return nil
+	}
+	at := n
+	n = tc.resolve(n)
+	if _, ok := n.(*ast.NullNode); ok {
+		return nil // the zero value
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	mismatch := func() error {
+		msg := fmt.Sprintf("expected %s, found %s", expected(t, key), found(n))
+		if s, ok := n.(*ast.StringNode); ok && t.Kind() == reflect.Slice {
+			msg += fmt.Sprintf("; write [%s] for a list of one", s.Value)
+		}
+		return tc.fail(at, key, "%s", msg)
+	}
+	switch {
+	case reflect.PointerTo(t).Implements(legacyUnmarshaler):
+		if !isScalar(n) {
+			return mismatch()
+		}
+		// Its own decoding can fail too (a secret's file is missing); the
+		// decoder would say so without the key or the line.
+		u := reflect.New(t).Interface().(yamlUnmarshaler)
+		if err := u.UnmarshalYAML(func(v any) error { return yaml.NodeToValue(n, v) }); err != nil {
+			return tc.fail(at, key, "%v", err)
+		}
+		return nil
+	case t == durationType:
+		s, ok := n.(*ast.StringNode)
+		if !ok {
+			return mismatch()
+		}
+		if _, err := time.ParseDuration(s.Value); err != nil {
+			return mismatch()
+		}
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Interface:
+		return nil
+	case reflect.String:
+		if !isScalar(n) {
+			return mismatch()
+		}
+	case reflect.Bool:
+		if _, ok := n.(*ast.BoolNode); !ok {
+			return mismatch()
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		i, ok := n.(*ast.IntegerNode)
+		if !ok || !fits(i, t) {
+			return mismatch()
+		}
+	case reflect.Float32, reflect.Float64:
+		switch n.(type) {
+		case *ast.IntegerNode, *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
+		default:
+			return mismatch()
+		}
+	case reflect.Slice:
+		seq, ok := n.(*ast.SequenceNode)
+		if !ok {
+			return mismatch()
+		}
+		for i, v := range seq.Values {
+			if err := tc.value(v, t.Elem(), fmt.Sprintf("%s[%d]", key, i)); err != nil {
+				return err
+			}
+		}
+	case reflect.Struct:
+		entries, ok := tc.entries(n)
+		if !ok {
+			return mismatch()
+		}
+		fields := yamlFields(t)
+		for _, e := range entries {
+			name := ""
+			if tk := tc.resolve(e.Key).GetToken(); tk != nil {
+				name = tk.Value
+			}
+			f, ok := fields[name]
+			if !ok {
+				return tc.fail(e.Key, "", "%s", unknownKey(name, key, fields))
+			}
+			if err := tc.value(e.Value, f, join(key, name)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// entries are a mapping's key-value pairs, those merged in with `<<: *alias`
+// included.
+func (tc *typeCheck) entries(n ast.Node) ([]*ast.MappingValueNode, bool) {
+	var pairs []*ast.MappingValueNode
+	switch m := n.(type) {
+	case *ast.MappingNode:
+		pairs = m.Values
+	case *ast.MappingValueNode:
+		pairs = []*ast.MappingValueNode{m}
+	default:
+		return nil, false
+	}
+	var out []*ast.MappingValueNode
+	for _, p := range pairs {
+		if _, merge := p.Key.(*ast.MergeKeyNode); !merge {
+			out = append(out, p)
+			continue
+		}
+		v := tc.resolve(p.Value)
+		sources := []ast.Node{v}
+		if seq, ok := v.(*ast.SequenceNode); ok {
+			sources = seq.Values
+		}
+		for _, s := range sources {
+			merged, ok := tc.entries(tc.resolve(s))
+			if !ok {
+				return nil, false
+			}
+			out = append(out, merged...)
+		}
+	}
+	return out, true
+}
+
+// yamlFields maps a struct's YAML keys to their types, as the decoder reads
+// them: the tag's name, or the field's name in lower case; inline structs'
+// keys are the struct's own.
+func yamlFields(t reflect.Type) map[string]reflect.Type {
+	fields := map[string]reflect.Type{}
+	for f := range t.Fields() {
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("yaml")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		if slices.Contains(strings.Split(opts, ","), "inline") {
+			for k, v := range yamlFields(f.Type) {
+				fields[k] = v
+			}
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		fields[name] = f.Type
+	}
+	return fields
+}
+
+func unknownKey(name, in string, fields map[string]reflect.Type) string {
+	known := make([]string, 0, len(fields))
+	for k := range fields {
+		known = append(known, k)
+	}
+	slices.Sort(known)
+	where := ""
+	if in != "" {
+		where = " in " + in
+	}
+	if c := confkey.Closest(name, known); c != "" {
+		return fmt.Sprintf("unknown key %s%s; did you mean %q? (every key: configs/reference.yaml)", confkey.Quote(name), where, c)
+	}
+	return fmt.Sprintf("unknown key %s%s; it takes %s (every key: configs/reference.yaml)", confkey.Quote(name), where, strings.Join(known, ", "))
+}
+
+func join(parent, key string) string {
+	if parent == "" {
+		return key
+	}
+	return parent + "." + key
+}
+
+func isScalar(n ast.Node) bool {
+	switch n.(type) {
+	case *ast.StringNode, *ast.LiteralNode, *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode,
+		*ast.InfinityNode, *ast.NanNode:
+		return true
+	}
+	return false
+}
+
+// fits says whether the integer fits t (a negative number does not fit an
+// unsigned one).
+func fits(n *ast.IntegerNode, t reflect.Type) bool {
+	v := reflect.New(t).Elem()
+	switch x := n.Value.(type) {
+	case int64:
+		if v.CanInt() {
+			return !v.OverflowInt(x)
+		}
+		return x >= 0 && !v.OverflowUint(uint64(x))
+	case uint64:
+		if v.CanUint() {
+			return !v.OverflowUint(x)
+		}
+		return x <= 1<<63-1 && !v.OverflowInt(int64(x))
+	}
+	return false // too big for 64 bits: the parser kept it as text
+}
+
+// expected says what a key of type t takes.
+func expected(t reflect.Type, key string) string {
+	switch {
+	case reflect.PointerTo(t).Implements(legacyUnmarshaler):
+		return "a string (or ${file:/path/to/secret})"
+	case t == durationType:
+		return "a duration with its unit, such as 30s, 5m or 1h30m"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if strings.HasSuffix(key, "bytes") || strings.HasSuffix(key, "budget") {
+			return "a whole number of bytes (134217728 for 128 MiB)"
+		}
+		return "a whole number"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number, 0 or more"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice:
+		return "a list"
+	case reflect.Struct, reflect.Map:
+		return "a mapping of keys"
+	}
+	return "another kind of value"
+}
+
+// found says what the file holds, quoting at most a short excerpt.
+func found(n ast.Node) string {
+	switch n := n.(type) {
+	case *ast.MappingNode, *ast.MappingValueNode:
+		return "a mapping"
+	case *ast.SequenceNode:
+		return "a list"
+	case *ast.BoolNode:
+		return strconv.FormatBool(n.Value)
+	case *ast.IntegerNode, *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
+		v := n.GetToken().Value
+		if len(v) > 24 {
+			v = v[:24] + "…"
+		}
+		return "the number " + v
+	case *ast.StringNode:
+		return confkey.Quote(n.Value)
+	case *ast.LiteralNode:
+		return confkey.Quote(n.Value.Value)
+	case *ast.AliasNode:
+		return "an alias to an anchor not defined before it"
+	}
+	if tk := n.GetToken(); tk != nil {
+		return confkey.Quote(tk.Value)
+	}
+	return "another kind of value"
+}
