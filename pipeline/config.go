@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -511,12 +512,14 @@ var secretRef = regexp.MustCompile(`^\s*(?:-\s+)?(?:password|secret_access_key):
 
 // expandEnv replaces ${VAR} and ${VAR:-default} in the raw text ($$ is a
 // literal $). Expanding before parsing keeps line numbers and lets a variable
-// hold any YAML scalar; an unset variable without a default is an error, so a
-// missing secret fails at start instead of becoming an empty password. A
+// hold any YAML scalar. A variable without a default is required: unset or
+// empty, it is an error naming every such variable, so a missing bucket or
+// secret fails at start instead of becoming an empty value. A
 // secret key's ${VAR} becomes a quoted string, so a password with YAML in it
 // (`: `, ` #`, a leading @ or [) stays whole and never shows in a YAML error.
 func expandEnv(name string, raw []byte) ([]byte, error) {
-	var firstErr error
+	var missing *ConfigError
+	var others []string // the unset variables after the first, with their lines
 	lines := strings.Split(string(raw), "\n")
 	for i, line := range lines {
 		if strings.HasPrefix(strings.TrimSpace(line), "#") {
@@ -537,12 +540,21 @@ func expandEnv(name string, raw []byte) ([]byte, error) {
 			if sub[2] != "" {
 				return quote(sub[3])
 			}
-			if firstErr == nil {
-				firstErr = &ConfigError{File: name, Line: i + 1, Column: strings.Index(line, m) + 1, Key: m,
-					Msg: fmt.Sprintf("environment variable %s is not set; export it or write ${%s:-default}", sub[1], sub[1])}
+			if missing == nil {
+				missing = &ConfigError{File: name, Line: i + 1, Column: strings.Index(line, m) + 1, Key: m, Msg: sub[1]}
+			} else if v := fmt.Sprintf("%s (line %d)", sub[1], i+1); !slices.Contains(others, v) {
+				others = append(others, v)
 			}
 			return ""
 		})
 	}
-	return []byte(strings.Join(lines, "\n")), firstErr
+	if missing == nil {
+		return []byte(strings.Join(lines, "\n")), nil
+	}
+	if len(others) == 0 {
+		missing.Msg = fmt.Sprintf("environment variable %s is not set (or is empty); export it, or write ${%s:-default} if the value is optional", missing.Msg, missing.Msg)
+	} else {
+		missing.Msg = fmt.Sprintf("environment variables %s, %s are not set (or are empty); export them, or write ${NAME:-default} for a value that is optional", missing.Msg, strings.Join(others, ", "))
+	}
+	return nil, missing
 }
