@@ -224,3 +224,28 @@ dead_letter: {on_error: skip}
 		t.Errorf("took %s, more than the default rack.budget", d)
 	}
 }
+
+// TestRackPrintsItsTraceOnce: the trace was printed as a table and again
+// inside a ~1 KB WARN line; the warning's advice is kept, once.
+func TestRackPrintsItsTraceOnce(t *testing.T) {
+	t.Setenv("LOGSTORE_RACK", "")
+	cfg := filepath.Join(t.TempDir(), "env-only.yaml")
+	text := fmt.Sprintf(`kafka: {brokers: ["127.0.0.1:9"], topics: [logs], group: g}
+rack: {providers: [static, env]}
+sinks: {files: {url: %q}}
+dead_letter: {on_error: skip}
+`, t.TempDir())
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "rack", "-c", cfg, "--broker-racks", "az-a,az-b")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	all := stdout + stderr
+	for _, once := range []string{"LOGSTORE_RACK is not set", "rack.static is not set", "set rack.static or LOGSTORE_RACK"} {
+		if n := strings.Count(all, once); n != 1 {
+			t.Errorf("%q printed %d times, want once:\n%s", once, n, all)
+		}
+	}
+}
