@@ -345,24 +345,23 @@ func Load(path string) (*Config, error) {
 		return nil, &ConfigError{File: path, Msg: err.Error()}
 	}
 	defer f.Close()
-	// One byte past the limit tells a file over it (a pipe has no size).
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > MaxConfigBytes {
+		return nil, tooBig(path, fmt.Sprintf("%.1f MiB", float64(st.Size())/(1<<20)))
+	}
+	// One byte past the limit tells a stream over it (a pipe has no size).
 	raw, err := io.ReadAll(io.LimitReader(f, MaxConfigBytes+1))
 	if err != nil {
 		return nil, &ConfigError{File: path, Msg: err.Error()}
 	}
 	if len(raw) > MaxConfigBytes {
-		size := "more"
-		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-			size = fmt.Sprintf("%.1f MiB", float64(st.Size())/(1<<20))
-		}
-		return nil, tooBig(path, size)
+		return nil, tooBig(path, "it")
 	}
 	return Parse(path, raw)
 }
 
 func tooBig(name, size string) error {
 	return &ConfigError{File: name, Err: ErrConfigTooLarge,
-		Msg: fmt.Sprintf("%s is over the 1 MiB a config may be; is it the right file? (configs/reference.yaml, every key documented, is 32 KB)", size)}
+		Msg: fmt.Sprintf("%s is over the 1 MiB a config may be; is it the right file? (configs/reference.yaml, every key documented, is about 30 KB)", size)}
 }
 
 // Parse is Load on bytes already read; name is used in messages. The text is

@@ -62,7 +62,7 @@ func checkText(name string, raw []byte) error {
 		if bad {
 			excerpt := raw[i:min(len(raw), i+16)]
 			return &ConfigError{File: name, Line: line, Column: col, Err: ErrConfigNotText,
-				Msg: fmt.Sprintf("not a YAML text file: %s is not UTF-8 text; a config is a text file", confkey.Quote(string(excerpt)))}
+				Msg: fmt.Sprintf("not a YAML text file: it holds control characters or bytes that are not UTF-8 (%s); a config is UTF-8 text", confkey.Quote(string(excerpt)))}
 		}
 		if r == '\n' {
 			line, col = line+1, 1
