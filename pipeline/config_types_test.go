@@ -2,8 +2,13 @@ package pipeline
 
 import (
 	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/goccy/go-yaml/parser"
 )
 
 // TestTypeErrorsNameTheKeyAndWhatItTakes: a value of the wrong kind is
@@ -84,5 +89,44 @@ func TestUnknownKeySuggestsTheClosest(t *testing.T) {
 				t.Errorf("got %v\nwant it to say %s", err, tt.want)
 			}
 		})
+	}
+}
+
+// mebibytes reads "128MiB": a key type that decodes itself.
+type mebibytes int64
+
+func (m *mebibytes) UnmarshalText(b []byte) error {
+	n, ok := strings.CutSuffix(string(b), "MiB")
+	v, err := strconv.ParseInt(n, 10, 64)
+	if !ok || err != nil {
+		return fmt.Errorf("%q is not a size like 128MiB", b)
+	}
+	*m = mebibytes(v << 20)
+	return nil
+}
+
+// TestTypeCheckLeavesSelfDecodingTypesToThemselves: a key whose type reads
+// its own text (a size, a secret) is not judged by its Go kind; its own
+// error is reported under its key.
+func TestTypeCheckLeavesSelfDecodingTypesToThemselves(t *testing.T) {
+	type section struct {
+		Budget mebibytes `yaml:"budget"`
+	}
+	type config struct {
+		Batch section `yaml:"batch"`
+	}
+	check := func(text string) error {
+		file, err := parser.ParseBytes([]byte(text), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return checkTypes("t.yaml", file, reflect.TypeFor[config]())
+	}
+	if err := check("batch:\n  budget: 128MiB\n"); err != nil {
+		t.Errorf("a size its type reads was refused: %v", err)
+	}
+	err := check("batch:\n  budget: lots\n")
+	if err == nil || !strings.Contains(err.Error(), "t.yaml:2:11: batch.budget:") || !strings.Contains(err.Error(), `"lots" is not a size like 128MiB`) {
+		t.Errorf("got %v, want the type's own error under batch.budget", err)
 	}
 }

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"encoding"
 	"fmt"
 	"reflect"
 	"slices"
@@ -32,14 +33,24 @@ type typeCheck struct {
 	anchors map[string]ast.Node
 }
 
-var (
-	durationType = reflect.TypeFor[time.Duration]()
-	// A type with its own UnmarshalYAML (a Secret) takes a scalar.
-	legacyUnmarshaler = reflect.TypeFor[yamlUnmarshaler]()
-)
+var durationType = reflect.TypeFor[time.Duration]()
 
-type yamlUnmarshaler interface {
-	UnmarshalYAML(unmarshal func(any) error) error
+// decodesItself says whether t reads its own YAML (a Secret, or a type with
+// UnmarshalText): what it takes is its own business, so the check lets it
+// decode the value and reports its error under the key.
+func decodesItself(t reflect.Type) bool {
+	p := reflect.PointerTo(t)
+	for _, i := range []reflect.Type{
+		reflect.TypeFor[yaml.InterfaceUnmarshaler](), reflect.TypeFor[yaml.InterfaceUnmarshalerContext](),
+		reflect.TypeFor[yaml.BytesUnmarshaler](), reflect.TypeFor[yaml.BytesUnmarshalerContext](),
+		reflect.TypeFor[yaml.NodeUnmarshaler](), reflect.TypeFor[yaml.NodeUnmarshalerContext](),
+		reflect.TypeFor[encoding.TextUnmarshaler](),
+	} {
+		if p.Implements(i) {
+			return true
+		}
+	}
+	return false
 }
 
 // resolve looks through anchors, aliases and tags to the node that holds
@@ -93,14 +104,8 @@ func (tc *typeCheck) value(n ast.Node, t reflect.Type, key string) error {
 		return tc.fail(at, key, "%s", msg)
 	}
 	switch {
-	case reflect.PointerTo(t).Implements(legacyUnmarshaler):
-		if !isScalar(n) {
-			return mismatch()
-		}
-		// Its own decoding can fail too (a secret's file is missing); the
-		// decoder would say so without the key or the line.
-		u := reflect.New(t).Interface().(yamlUnmarshaler)
-		if err := u.UnmarshalYAML(func(v any) error { return yaml.NodeToValue(n, v) }); err != nil {
+	case decodesItself(t):
+		if err := yaml.NodeToValue(n, reflect.New(t).Interface()); err != nil {
 			return tc.fail(at, key, "%v", err)
 		}
 		return nil
@@ -286,8 +291,6 @@ func fits(n *ast.IntegerNode, t reflect.Type) bool {
 // expected says what a key of type t takes.
 func expected(t reflect.Type, key string) string {
 	switch {
-	case reflect.PointerTo(t).Implements(legacyUnmarshaler):
-		return "a string (or ${file:/path/to/secret})"
 	case t == durationType:
 		return "a duration with its unit, such as 30s, 5m or 1h30m"
 	}
