@@ -420,6 +420,9 @@ func yamlError(name string, err error) error {
 	if errors.As(err, &ye) && ye.GetToken() != nil {
 		tk := ye.GetToken()
 		msg := ye.GetMessage()
+		if strings.Contains(msg, "'\t'") {
+			msg = strings.ReplaceAll(msg, "\t", `\t`) + "; indent with spaces, not tabs"
+		}
 		if v := strings.TrimSpace(tk.Value); v != "" {
 			msg += " (at " + confkey.Quote(v) + ")"
 		}

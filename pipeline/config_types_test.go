@@ -130,3 +130,10 @@ func TestTypeCheckLeavesSelfDecodingTypesToThemselves(t *testing.T) {
 		t.Errorf("got %v, want the type's own error under batch.budget", err)
 	}
 }
+
+func TestTabIndentationIsNamed(t *testing.T) {
+	_, err := Parse("t.yaml", []byte("kafka:\n\tbrokers: [a:1]\n"))
+	if err == nil || !strings.Contains(err.Error(), "t.yaml:2:1:") || !strings.Contains(err.Error(), "not tabs") || strings.Contains(err.Error(), "\t") {
+		t.Errorf("got %q, want line 2 and advice to indent with spaces, without a raw tab", err)
+	}
+}
