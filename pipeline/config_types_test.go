@@ -34,7 +34,7 @@ func TestTypeErrorsNameTheKeyAndWhatItTakes(t *testing.T) {
 		{"list for a duration", minimalConfig + "batch:\n  max_age: [1]\n", 11,
 			[]string{"batch.max_age", "expected a duration", "found a list"}},
 		{"duration without a unit", minimalConfig + "run:\n  progress_interval: 10\n", 11,
-			[]string{"run.progress_interval", "expected a duration", "30s"}},
+			[]string{"run.progress_interval", "expected a duration", "30s", "write 10s for seconds"}},
 		{"duration in words", minimalConfig + "batch:\n  max_age: 10 minutes\n", 11,
 			[]string{"batch.max_age", "expected a duration", `"10 minutes"`}},
 		{"text for a bool", strings.Replace(minimalConfig, "files: true", "files: yes please", 1), 9,

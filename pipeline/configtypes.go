@@ -101,6 +101,9 @@ func (tc *typeCheck) value(n ast.Node, t reflect.Type, key string) error {
 		if s, ok := n.(*ast.StringNode); ok && t.Kind() == reflect.Slice {
 			msg += fmt.Sprintf("; write [%s] for a list of one", s.Value)
 		}
+		if i, ok := n.(*ast.IntegerNode); ok && t == durationType {
+			msg += fmt.Sprintf("; write %ss for seconds", i.GetToken().Value)
+		}
 		return tc.fail(at, key, "%s", msg)
 	}
 	switch {
