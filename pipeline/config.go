@@ -364,9 +364,10 @@ func tooBig(name, size string) error {
 		Msg: fmt.Sprintf("%s is over the 1 MiB a config may be; is it the right file? (configs/reference.yaml, every key documented, is about 30 KB)", size)}
 }
 
-// Parse is Load on bytes already read; name is used in messages. The text is
-// checked against the limits (configlimits.go) before and after the
-// environment is expanded into it, and its aliases before it is decoded.
+// Parse is Load on bytes already read; name is used in messages. Before the
+// YAML parser reads the text, its size, bytes and shape are checked
+// (configlimits.go), after the environment is expanded into it too; its
+// aliases and its values' kinds are checked before it is decoded.
 func Parse(name string, raw []byte) (*Config, error) {
 	if len(raw) > MaxConfigBytes {
 		return nil, tooBig(name, fmt.Sprintf("%.1f MiB", float64(len(raw))/(1<<20)))
@@ -520,7 +521,8 @@ var secretRef = regexp.MustCompile(`^\s*(?:-\s+)?(?:password|secret_access_key):
 // secret key's ${VAR} becomes a quoted string, so a password with YAML in it
 // (`: `, ` #`, a leading @ or [) stays whole and never shows in a YAML error.
 func expandEnv(name string, raw []byte) ([]byte, error) {
-	var missing *ConfigError
+	var missing *ConfigError // at the first unset variable
+	var first string
 	var others []string // the unset variables after the first, with their lines
 	lines := strings.Split(string(raw), "\n")
 	for i, line := range lines {
@@ -543,7 +545,8 @@ func expandEnv(name string, raw []byte) ([]byte, error) {
 				return quote(sub[3])
 			}
 			if missing == nil {
-				missing = &ConfigError{File: name, Line: i + 1, Column: strings.Index(line, m) + 1, Key: m, Msg: sub[1]}
+				missing = &ConfigError{File: name, Line: i + 1, Column: strings.Index(line, m) + 1, Key: m}
+				first = sub[1]
 			} else if v := fmt.Sprintf("%s (line %d)", sub[1], i+1); !slices.Contains(others, v) {
 				others = append(others, v)
 			}
@@ -554,9 +557,9 @@ func expandEnv(name string, raw []byte) ([]byte, error) {
 		return []byte(strings.Join(lines, "\n")), nil
 	}
 	if len(others) == 0 {
-		missing.Msg = fmt.Sprintf("environment variable %s is not set (or is empty); export it, or write ${%s:-default} if the value is optional", missing.Msg, missing.Msg)
+		missing.Msg = fmt.Sprintf("environment variable %s is not set (or is empty); export it, or write ${%s:-default} if the value is optional", first, first)
 	} else {
-		missing.Msg = fmt.Sprintf("environment variables %s, %s are not set (or are empty); export them, or write ${NAME:-default} for a value that is optional", missing.Msg, strings.Join(others, ", "))
+		missing.Msg = fmt.Sprintf("environment variables %s, %s are not set (or are empty); export them, or write ${NAME:-default} for a value that is optional", first, strings.Join(others, ", "))
 	}
 	return nil, missing
 }

@@ -137,3 +137,16 @@ func TestTabIndentationIsNamed(t *testing.T) {
 		t.Errorf("got %q, want line 2 and advice to indent with spaces, without a raw tab", err)
 	}
 }
+
+// TestTypeCheckAcceptsWhatTheDecoderAccepts: the check is no stricter than
+// the decoder it stands in front of (1e3 and 50000.0 are whole numbers).
+func TestTypeCheckAcceptsWhatTheDecoderAccepts(t *testing.T) {
+	for text, want := range map[string]int{"1e3": 1000, "50000.0": 50000, "0x10": 16, "1_000": 1000} {
+		c, err := Parse("t.yaml", []byte(minimalConfig+"batch:\n  max_rows: "+text+"\n"))
+		if err != nil {
+			t.Errorf("max_rows: %s refused: %v", text, err)
+		} else if c.Batch.MaxRows != want {
+			t.Errorf("max_rows: %s read as %d, want %d", text, c.Batch.MaxRows, want)
+		}
+	}
+}

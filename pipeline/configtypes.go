@@ -106,45 +106,15 @@ func (tc *typeCheck) value(n ast.Node, t reflect.Type, key string) error {
 		}
 		return tc.fail(at, key, "%s", msg)
 	}
-	switch {
-	case decodesItself(t):
+	if decodesItself(t) {
 		if err := yaml.NodeToValue(n, reflect.New(t).Interface()); err != nil {
 			return tc.fail(at, key, "%v", err)
-		}
-		return nil
-	case t == durationType:
-		s, ok := n.(*ast.StringNode)
-		if !ok {
-			return mismatch()
-		}
-		if _, err := time.ParseDuration(s.Value); err != nil {
-			return mismatch()
 		}
 		return nil
 	}
 	switch t.Kind() {
 	case reflect.Interface:
 		return nil
-	case reflect.String:
-		if !isScalar(n) {
-			return mismatch()
-		}
-	case reflect.Bool:
-		if _, ok := n.(*ast.BoolNode); !ok {
-			return mismatch()
-		}
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		i, ok := n.(*ast.IntegerNode)
-		if !ok || !fits(i, t) {
-			return mismatch()
-		}
-	case reflect.Float32, reflect.Float64:
-		switch n.(type) {
-		case *ast.IntegerNode, *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
-		default:
-			return mismatch()
-		}
 	case reflect.Slice:
 		seq, ok := n.(*ast.SequenceNode)
 		if !ok {
@@ -173,6 +143,12 @@ func (tc *typeCheck) value(n ast.Node, t reflect.Type, key string) error {
 			if err := tc.value(e.Value, f, join(key, name)); err != nil {
 				return err
 			}
+		}
+	default:
+		// A scalar: the decoder's own rules say what it takes (to it 1e3
+		// and 50000.0 are whole numbers, 0x1F a string, 10 no duration).
+		if !isScalar(n) || yaml.NodeToValue(n, reflect.New(t).Interface()) != nil {
+			return mismatch()
 		}
 	}
 	return nil
@@ -270,25 +246,6 @@ func isScalar(n ast.Node) bool {
 		return true
 	}
 	return false
-}
-
-// fits says whether the integer fits t (a negative number does not fit an
-// unsigned one).
-func fits(n *ast.IntegerNode, t reflect.Type) bool {
-	v := reflect.New(t).Elem()
-	switch x := n.Value.(type) {
-	case int64:
-		if v.CanInt() {
-			return !v.OverflowInt(x)
-		}
-		return x >= 0 && !v.OverflowUint(uint64(x))
-	case uint64:
-		if v.CanUint() {
-			return !v.OverflowUint(x)
-		}
-		return x <= 1<<63-1 && !v.OverflowInt(int64(x))
-	}
-	return false // too big for 64 bits: the parser kept it as text
 }
 
 // expected says what a key of type t takes.
