@@ -211,7 +211,7 @@ func (c *Config) Validate() error {
 	}
 	for i, b := range k.Brokers {
 		if !strings.Contains(b, ":") {
-			return confkey.Errorf(fmt.Sprintf("kafka.brokers[%d]", i), "%q has no port; write host:port", b)
+			return confkey.Errorf(fmt.Sprintf("kafka.brokers[%d]", i), "%s has no port; write host:port", confkey.Quote(b))
 		}
 	}
 	if err := confkey.OneOf("kafka.sasl.mechanism", k.SASL.Mechanism, "none", "plain", "scram-sha-256", "scram-sha-512", "aws-msk-iam"); err != nil {
@@ -290,7 +290,7 @@ func ParseStartOffset(s string) (name string, at time.Time, err error) {
 	}
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("%q is not earliest, latest or an RFC 3339 time like 2026-11-29T07:00:00Z", s)
+		return "", time.Time{}, fmt.Errorf("%s is not earliest, latest or an RFC 3339 time like 2026-11-29T07:00:00Z", confkey.Quote(s))
 	}
 	return "time", t, nil
 }
