@@ -24,7 +24,7 @@ const (
 	// MaxConfigBytes: a larger file is refused unread.
 	MaxConfigBytes = 1 << 20
 	// maxConfigLines bounds a block mapping's width (the parser takes about
-	// 0.3 s for 5,000 keys in one mapping, four times that for twice as many).
+	// 0.3 s for 5,000 keys in one mapping, three times that for twice as many).
 	maxConfigLines = 5_000
 	// maxConfigTokens bounds the parser's tokens, counted as words plus
 	// [ ] { } and commas (a flow list can hold a token in every other byte).
