@@ -726,8 +726,11 @@ func TestIAMPolicyCoversTheJob(t *testing.T) {
 			}
 		}
 	}
-	for _, v := range []string{"MSK_BOOTSTRAP", "LOGSTORE_BUCKET", "LOGSTORE_KMS_KEY", "AWS_REGION"} {
-		t.Setenv(v, "")
+	// The job as deployed with the policy's own example names (emr-eks.yaml
+	// has no defaults for them).
+	for v, value := range map[string]string{"MSK_BOOTSTRAP": "b-1.logs.abc123.c2.kafka.ap-northeast-2.amazonaws.com:9098",
+		"LOGSTORE_BUCKET": "example-logs-bucket", "LOGSTORE_KMS_KEY": "", "AWS_REGION": "ap-northeast-2"} {
+		t.Setenv(v, value)
 	}
 	cfg, err := pipeline.Load(emrEKS)
 	if err != nil {

@@ -60,17 +60,27 @@ func parseMode(until, from, to string) (pipeline.Mode, error) {
 		return m, usageError{"--until now and --from/--to exclude each other"}
 	}
 	var err error
-	if m.From, err = time.Parse(time.RFC3339, from); err != nil {
-		return m, usageError{fmt.Sprintf("--from: %v", err)}
+	if m.From, err = parseFlagTime("--from", from); err != nil {
+		return m, err
 	}
-	if m.To, err = time.Parse(time.RFC3339, to); err != nil {
-		return m, usageError{fmt.Sprintf("--to: %v", err)}
+	if m.To, err = parseFlagTime("--to", to); err != nil {
+		return m, err
 	}
 	if !m.To.After(m.From) {
 		return m, usageError{"--to must be after --from"}
 	}
 	m.Prefix = pipeline.BackfillPrefix(m.From, m.To)
 	return m, nil
+}
+
+// parseFlagTime reads an RFC 3339 time; its error shows an example, not Go's
+// layout string.
+func parseFlagTime(flag, v string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return t, usageError{fmt.Sprintf("%s %q is not an RFC 3339 time such as 2026-11-29T07:00:00Z (UTC) or 2026-11-29T16:00:00+09:00", flag, v)}
+	}
+	return t, nil
 }
 
 // runJob runs a job to its end, with progress when it has one (stderr),
