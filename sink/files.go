@@ -58,7 +58,7 @@ type stagedBatch struct {
 	schema  *Schema
 	layout  rowFolders    // where each row goes: a *Layout, or dead letters' one folder
 	name    []byte        // the last row's folder
-	last    *stagedFolder // and its files
+	last    *stagedFolder // and its files; nil after a refused row, whose folder it would be
 	spare   []byte        // scratch for the next row's folder
 	folders map[string]*stagedFolder
 	rows    int  // rows taken so far
@@ -284,6 +284,9 @@ func (f *Files) append(ctx context.Context, st *stagedBatch, b *Batch) error {
 			if !errors.As(err, new(*valueError)) {
 				return f.lost(st, b, err)
 			}
+			// The next row is placed afresh: it is compared with this one
+			// (SameFolder), and this one's folder holds none of it.
+			st.last = nil
 			return &RowError{Topic: b.Topic, Partition: b.Partition, Index: i, Offset: sourceOffset(b, i), Err: err}
 		}
 		fo.rows++
@@ -334,6 +337,11 @@ func (fo *stagedFolder) close() error {
 	}
 	pw, sf := fo.pw, fo.open
 	fo.pw, fo.open = nil, nil
+	if fo.rows == 0 { // only refused rows came here
+		pw.abandon()
+		sf.Remove()
+		return nil
+	}
 	if err := pw.Close(); err != nil {
 		name := sf.Name()
 		pw.abandon()

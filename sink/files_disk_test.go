@@ -259,3 +259,36 @@ func TestFilesDeadLettersOnAFullDisk(t *testing.T) {
 		t.Errorf("read back %d dead letters, wrote %d", n, len(letters))
 	}
 }
+
+// TestFilesRowAfterARefusedRowKeepsItsFolder: a row the writer refuses
+// (08:05, its status not an int32) between two rows of 07:xx. Before, the
+// "last folder" was left pointing at the refused row's hour=08, and the
+// 07:20 row after it, staged again without the refused one, landed there.
+// Now it is in hour=07 with its neighbour, and the refused row leaves no
+// file behind.
+func TestFilesRowAfterARefusedRowKeepsItsFolder(t *testing.T) {
+	out := t.TempDir()
+	f, _, _ := filesOnDisk(t, out, hourly)
+	at := func(h, m int) Row {
+		return logRows(time.Date(2026, 11, 29, h, m, 0, 0, time.UTC), 1)[0]
+	}
+	before, refused, after := at(7, 10), at(8, 5), at(7, 20)
+	refused[5] = "not an int32"
+	ctx := context.Background()
+	b := &Batch{Topic: "logs", First: 0, Schema: logSchema, Rows: []Row{before, refused, after}}
+	var rowErr *RowError
+	if _, err := f.Stage(ctx, b); !errors.As(err, &rowErr) || rowErr.Index != 1 {
+		t.Fatalf("Stage returned %v, want a RowError at index 1", err)
+	}
+	b.Rows = []Row{before, after} // as the worker asks again, without the refused row
+	if _, err := f.Stage(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Write(ctx, &Batch{Topic: "logs", First: 0, Last: 2, Schema: logSchema, Staged: 2}); err != nil {
+		t.Fatal(err)
+	}
+	sameRows(t, readParquetFile(t, logSchema, filepath.Join(out, "hour=07/logs-0-0-2.parquet")), []Row{before, after})
+	if got, want := listFiles(t, out), []string{"hour=07/logs-0-0-2.parquet"}; !slices.Equal(got, want) {
+		t.Errorf("files %v, want %v", got, want)
+	}
+}
