@@ -292,10 +292,10 @@ var (
 	sharedCodecs   = map[codecKey]compress.Codec{}
 )
 
-// WriteRow appends one row. An error that names a column is a value that
-// does not fit its type (or a null in a required column), and the file
-// stays usable; any other is the output failing (a full disk), and the
-// file is lost.
+// WriteRow appends one row. A row the format cannot hold (a value that
+// does not fit its column's type, a null in a required column) is refused
+// and the file stays usable; any other error is the output failing (a
+// full disk), and the file is lost.
 func (pw *ParquetWriter) WriteRow(r Row) error { return pw.writeRow(r, false) }
 
 // valueError is a row the Parquet format cannot hold: a value whose Go
