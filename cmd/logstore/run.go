@@ -112,7 +112,7 @@ func runJob(ctx context.Context, cfg *pipeline.Config, mode pipeline.Mode, deps 
 	defer job.Close()
 	done := func() {}
 	if mode.Bounded() {
-		done = showProgress(ctx, job, cfg.Run.ProgressInterval, deps.Log, stderr)
+		done = showProgress(ctx, job.Progress, cfg.Run.ProgressInterval, deps.Log, stderr)
 	}
 	err = job.Run(ctx, mode)
 	done()
