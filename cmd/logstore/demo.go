@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -103,8 +104,38 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	wg.Wait()
 	done()
 	writeDemoSummary(stdout, members, loc)
-	return errors.Join(errs...)
+	return demoError(errs, loc)
 }
+
+// demoError is the members' errors, each told once. A demo stopped early
+// (Ctrl-C) cannot be continued as a job can: the next run starts a new
+// embedded Kafka and a new folder.
+func demoError(errs []error, loc sink.Location) error {
+	var distinct []error
+	stopped := true
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		stopped = stopped && errors.Is(err, pipeline.ErrStoppedEarly)
+		if !slices.ContainsFunc(distinct, func(e error) bool { return e.Error() == err.Error() }) {
+			distinct = append(distinct, err)
+		}
+	}
+	if len(distinct) > 0 && stopped {
+		return demoStopped{loc}
+	}
+	return errors.Join(distinct...)
+}
+
+// demoStopped is a demo stopped before the end; it exits as a stopped run.
+type demoStopped struct{ loc sink.Location }
+
+func (d demoStopped) Error() string {
+	return fmt.Sprintf("demo stopped before the end; what it wrote is under %s, and `make demo` starts a new run", d.loc)
+}
+
+func (demoStopped) Is(target error) bool { return target == pipeline.ErrStoppedEarly }
 
 // demoRunLocation is a folder below parent no run has used: run-<UTC time>.
 func demoRunLocation(parent sink.Location, now time.Time) (sink.Location, error) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +11,9 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/logstore/logstore/pipeline"
+	"github.com/logstore/logstore/sink"
 )
 
 // TestDemoWritesReadableParquet runs `logstore demo` as a newcomer would
@@ -149,5 +153,23 @@ func TestDemoReadsInItsZone(t *testing.T) {
 	}
 	if share, _ := strconv.ParseFloat(demoSummaryLine(t, stdout.String(), `local share +([\d.]+) %`)[1], 64); share < 99 {
 		t.Errorf("local share %.1f %%, want over 99 %%:\n%s", share, stdout.String())
+	}
+}
+
+// TestDemoStoppedIsToldOnce: Ctrl-C stopped the three members and the demo
+// printed the job's "run again to continue" three times, which a demo
+// (a new embedded Kafka each run) cannot do.
+func TestDemoStoppedIsToldOnce(t *testing.T) {
+	loc, _ := sink.ParseURL(t.TempDir())
+	err := demoError([]error{pipeline.ErrStoppedEarly, pipeline.ErrStoppedEarly, nil}, loc)
+	if !errors.Is(err, pipeline.ErrStoppedEarly) {
+		t.Errorf("%v: a stopped demo must exit as a stopped run (3)", err)
+	}
+	if msg := err.Error(); strings.Count(msg, "stopped") != 1 || strings.Contains(msg, "run again to continue") || !strings.Contains(msg, "make demo") {
+		t.Errorf("the stop is told as %q; want it once, with where the files are and how to start again", msg)
+	}
+	boom := errors.New("sink down")
+	if err := demoError([]error{boom, boom, pipeline.ErrStoppedEarly}, loc); strings.Count(err.Error(), "sink down") != 1 {
+		t.Errorf("the same failure of several members is told as %q; want it once", err)
 	}
 }
