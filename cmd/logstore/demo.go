@@ -66,7 +66,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	zones.serveFromEveryZone(cluster, "logs")
 	delayFirstRebalance(cluster, len(zones.zones), 3*time.Second)
 	brokers := cluster.ListenAddrs()
-	fmt.Fprintf(stdout, "demo: embedded Kafka, 3 brokers in zones %s; producing %d logs (1 in %d malformed) into %d partitions…\n", strings.Join(zones.zones, ", "), *records, *badEvery, *partitions)
+	fmt.Fprintf(stdout, "demo: embedded Kafka, %d brokers in zones %s; producing %d logs (1 in %d malformed) into %d partitions…\n", len(zones.zones), strings.Join(zones.zones, ", "), *records, *badEvery, *partitions)
 	start := time.Now()
 	if err := produceDemoLogs(ctx, brokers, *records, *badEvery); err != nil {
 		return err
@@ -93,7 +93,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	exitOnSecondSignal(ctx, log)
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(int64(len(members))*cfg.Batch.MemoryBudget + pipeline.MemoryLimit(cfg.Batch) - cfg.Batch.MemoryBudget)
+		// Go's soft limit as runJob sets it, with every member's budget:
+		// the members share the process, and its fixed costs once.
+		fixed := pipeline.MemoryLimit(cfg.Batch) - cfg.Batch.MemoryBudget
+		debug.SetMemoryLimit(int64(len(members))*cfg.Batch.MemoryBudget + fixed)
 	}
 	done := showProgress(ctx, func() pipeline.Progress { return sumProgress(members) }, cfg.Run.ProgressInterval, log, stderr)
 	errs := make([]error, len(members))
