@@ -254,7 +254,7 @@ func (j *Job) runGroup(ctx context.Context, mode Mode) error {
 		RebalanceTimeout:      k.RebalanceTimeout,
 		WatchPartitionChanges: true,
 		JoinGroupBackoff:      groupRetryBackoff,
-		ErrorLogger:           kafka.LoggerFunc(func(msg string, args ...any) { j.log.Warn("group: " + fmt.Sprintf(msg, args...)) }),
+		ErrorLogger:           kafka.LoggerFunc(func(msg string, args ...any) { groupLog(j.log, msg, args...) }),
 	})
 	if err != nil {
 		return fmt.Errorf("joining group %s: %w", k.Group, err)
@@ -273,7 +273,11 @@ func (j *Job) runGroup(ctx context.Context, mode Mode) error {
 			if ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
 				return stoppedEarly(mode)
 			}
-			j.log.Warn("joining the group failed; retrying", "err", err)
+			if errors.Is(err, kafka.RebalanceInProgress) {
+				j.log.Info("the group is rebalancing (a member joined or left); joining again", "err", err)
+			} else {
+				j.log.Warn("joining the group failed; retrying", "err", err)
+			}
 			if !clock.Sleep(ctx, groupRetryBackoff) {
 				return stoppedEarly(mode)
 			}
@@ -568,3 +572,16 @@ func (j *Job) progress(ctx context.Context) func() {
 
 // Metrics is the job's Prometheus registry.
 func (j *Job) Metrics() *Metrics { return j.metrics }
+
+// groupLog logs what kafka-go's consumer group reports as an error: a
+// rebalance begun while joining is the protocol at work when members start
+// together, not a failure.
+func groupLog(log *slog.Logger, msg string, args ...any) {
+	level := slog.LevelWarn
+	for _, a := range args {
+		if err, ok := a.(error); ok && errors.Is(err, kafka.RebalanceInProgress) {
+			level = slog.LevelInfo
+		}
+	}
+	log.Log(context.Background(), level, "group: "+fmt.Sprintf(msg, args...))
+}

@@ -615,6 +615,11 @@ func retry(ctx context.Context, log *slog.Logger, what string, onRetry func(), f
 		if err == nil || errors.Is(err, errFenced) || errors.As(err, new(errFatal)) || sink.AsRowErrors(err) != nil || errors.As(err, new(*sink.RestageError)) {
 			return err
 		}
+		if ctx.Err() != nil {
+			// The run is stopping (a signal, the shutdown timeout): the call
+			// ended with it, which is no failure to warn about or count.
+			return fmt.Errorf("%s: %w", what, err)
+		}
 		log.Warn(what+" failed; retrying", "attempt", attempt, "backoff", backoff, "err", err)
 		onRetry()
 		if !clock.Sleep(ctx, backoff) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -88,14 +89,7 @@ func parseFlagTime(flag, v string) (time.Time, error) {
 // (already wired into ctx) is the graceful stop; a second one exits at once:
 // what was committed stays committed, and open batches are re-read.
 func runJob(ctx context.Context, cfg *pipeline.Config, mode pipeline.Mode, deps pipeline.Deps, stdout, stderr io.Writer) error {
-	go func() {
-		<-ctx.Done()
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-		<-sig
-		deps.Log.Error("second signal: exiting now; uncommitted batches will be re-read")
-		os.Exit(exitRuntime)
-	}()
+	exitOnSecondSignal(ctx, deps.Log)
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// The budget plus room for the fixed costs (configs/reference.yaml,
 		// batch.memory_budget): the garbage collector works harder near it
@@ -122,10 +116,23 @@ func runJob(ctx context.Context, cfg *pipeline.Config, mode pipeline.Mode, deps 
 	defer job.Close()
 	done := func() {}
 	if mode.Bounded() {
-		done = showProgress(ctx, job, cfg.Run.ProgressInterval, deps.Log, stderr)
+		done = showProgress(ctx, job.Progress, cfg.Run.ProgressInterval, deps.Log, stderr)
 	}
 	err = job.Run(ctx, mode)
 	done()
 	job.Summary().WriteText(stdout)
 	return err
+}
+
+// exitOnSecondSignal exits at once on a signal after the first (already
+// wired into ctx, the graceful stop).
+func exitOnSecondSignal(ctx context.Context, log *slog.Logger) {
+	go func() {
+		<-ctx.Done()
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		<-sig
+		log.Error("second signal: exiting now; uncommitted batches will be re-read")
+		os.Exit(exitRuntime)
+	}()
 }
