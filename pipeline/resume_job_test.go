@@ -33,6 +33,14 @@ dead_letter: {files: true}
 // runTestJob runs a job of the YAML config raw to its end.
 func runTestJob(t *testing.T, raw string, mode Mode) {
 	t.Helper()
+	if err := runTestJobErr(t, raw, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runTestJobErr runs a job to its end and returns how it ended.
+func runTestJobErr(t *testing.T, raw string, mode Mode) error {
+	t.Helper()
 	cfg, err := Parse("test.yaml", []byte(raw))
 	if err != nil {
 		t.Fatal(err)
@@ -44,9 +52,7 @@ func runTestJob(t *testing.T, raw string, mode Mode) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	if err := j.Run(ctx, mode); err != nil {
-		t.Fatal(err)
-	}
+	return j.Run(ctx, mode)
 }
 
 func produceN(t *testing.T, brokers []string, from, n int) {
