@@ -194,25 +194,26 @@ func (j *Job) recreated(ctx context.Context, topic string, partition int, group 
 		log.Warn("the output's resume record is of an earlier topic of this name (deleted and created again); following the group's offset, of the topic now")
 		return nil, nil
 	}
-	policy := j.cfg.Kafka.OnOffsetOutOfRange
-	if policy == "fail" {
-		return nil, errFatal{fmt.Errorf("%s/%d: the topic was deleted and recreated: its id is %s now, and the position remembered (output next %d, group offset %d) "+
-			"is of topic id %s; set kafka.on_offset_out_of_range: earliest to read the new topic from its start, or latest to continue from its end "+
-			"(a recreated topic numbers its records from 0 again: move the old files or point sinks.files.url elsewhere first, or they are overwritten)",
-			topic, partition, topicID, out.Next, group.Offset, cmp.Or(out.TopicID, group.TopicID))}
-	}
 	starts, err := listOffsets(ctx, j.conn.Client, topic, []int{partition}, kafka.ReadUncommitted, kafka.FirstOffsetOf)
 	if err != nil {
 		return nil, err
 	}
-	to := starts[partition]
-	lost := int64(0)
+	ends, err := listOffsets(ctx, j.conn.Client, topic, []int{partition}, kafka.ReadUncommitted, kafka.LastOffsetOf)
+	if err != nil {
+		return nil, err
+	}
+	start, end := starts[partition], ends[partition]
+	next := max(out.Next, group.Offset)
+	policy := j.cfg.Kafka.OnOffsetOutOfRange
+	if policy == "fail" {
+		return nil, errFatal{fmt.Errorf("%s/%d: the topic was deleted and recreated: its id is %s now, and the position remembered, next %d, is of topic id %s; "+
+			"the new topic holds [%d, %d): set kafka.on_offset_out_of_range: earliest to read it from %d, or latest to continue from %d "+
+			"(a recreated topic numbers its records from 0 again: move the old files or point sinks.files.url elsewhere first, or they are overwritten)",
+			topic, partition, topicID, next, cmp.Or(out.TopicID, group.TopicID), start, end, start, end)}
+	}
+	to, lost := start, int64(0)
 	if policy == "latest" {
-		ends, err := listOffsets(ctx, j.conn.Client, topic, []int{partition}, kafka.ReadUncommitted, kafka.LastOffsetOf)
-		if err != nil {
-			return nil, err
-		}
-		lost, to = ends[partition]-to, ends[partition]
+		to, lost = end, end-start
 	}
 	j.stats.OffsetResets.Add(1)
 	j.stats.LostRecords.Add(lost)

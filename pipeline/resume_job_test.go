@@ -188,8 +188,8 @@ dead_letter: {on_error: skip}
 	produceN(t, c.ListenAddrs(), 1000, 150) // past the old topic's next
 
 	err := runTestJobErr(t, config("new", "fail"), Mode{UntilNow: true})
-	if err == nil || !strings.Contains(err.Error(), "logs/0") || !strings.Contains(err.Error(), "recreated") {
-		t.Errorf("err %v: want the job stopped, naming the partition and a recreated topic", err)
+	if err == nil || !strings.Contains(err.Error(), "logs/0") || !strings.Contains(err.Error(), "recreated") || !strings.Contains(err.Error(), "holds [0, 150)") {
+		t.Errorf("err %v: want the job stopped, naming the partition, a recreated topic and what it holds", err)
 	}
 	if got := fmt.Sprint(fileRanges(t, out)[0]); got != "[[0 69] [70 99]]" {
 		t.Errorf("files %s after a stop: want the old topic's alone", got)
