@@ -41,6 +41,13 @@ func runTestJob(t *testing.T, raw string, mode Mode) {
 // runTestJobErr runs a job to its end and returns how it ended.
 func runTestJobErr(t *testing.T, raw string, mode Mode) error {
 	t.Helper()
+	_, err := runTestJobStats(t, raw, mode)
+	return err
+}
+
+// runTestJobStats is runTestJobErr with the job's counters.
+func runTestJobStats(t *testing.T, raw string, mode Mode) (*Stats, error) {
+	t.Helper()
 	cfg, err := Parse("test.yaml", []byte(raw))
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +59,7 @@ func runTestJobErr(t *testing.T, raw string, mode Mode) error {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	return j.Run(ctx, mode)
+	return j.Stats(), j.Run(ctx, mode)
 }
 
 func produceN(t *testing.T, brokers []string, from, n int) {
@@ -210,5 +217,39 @@ dead_letter: {on_error: skip}
 	runTestJob(t, config("new", "fail"), Mode{UntilNow: true})
 	if got := fmt.Sprint(fileRanges(t, out)[0]); got != "[[0 69] [70 139] [140 149] [150 159]]" {
 		t.Errorf("files %s: want the new records after the new topic's", got)
+	}
+}
+
+// TestRecreatedTopicUnderLatestCountsWhatItSkips: under
+// on_offset_out_of_range: latest a recreated topic is read from its end,
+// and the new records skipped are counted in logstore_records_lost_total.
+func TestRecreatedTopicUnderLatestCountsWhatItSkips(t *testing.T) {
+	c := fakeCluster(t, kfake.SeedTopics(1, "logs"))
+	out := t.TempDir()
+	config := fmt.Sprintf(`kafka: {brokers: ["%s"], topics: [logs], group: %%s, start_offset: earliest, on_offset_out_of_range: latest}
+rack: {providers: [static]}
+schema: {columns: [{name: n, type: int64, required: true}]}
+batch: {max_rows: 70}
+sinks: {files: {url: %q, file: {fsync: false}}}
+dead_letter: {on_error: skip}
+`, strings.Join(c.ListenAddrs(), `", "`), out)
+	produceN(t, c.ListenAddrs(), 0, 100)
+	runTestJob(t, fmt.Sprintf(config, "old"), Mode{UntilNow: true})
+	recreateTopic(t, c.ListenAddrs(), 1)
+	produceN(t, c.ListenAddrs(), 1000, 40)
+	stats, err := runTestJobStats(t, fmt.Sprintf(config, "new"), Mode{UntilNow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lost, resets := stats.LostRecords.Load(), stats.OffsetResets.Load(); lost != 40 || resets != 1 {
+		t.Errorf("%d records counted lost in %d resets, want the new topic's 40 in one", lost, resets)
+	}
+	if got := fmt.Sprint(fileRanges(t, out)[0]); got != "[[0 69] [70 99]]" {
+		t.Errorf("files %s: want the old topic's alone (the new one read from its end)", got)
+	}
+	produceN(t, c.ListenAddrs(), 2000, 5)
+	runTestJob(t, fmt.Sprintf(config, "new"), Mode{UntilNow: true})
+	if got := fmt.Sprint(fileRanges(t, out)[0]); got != "[[0 69] [40 44] [70 99]]" {
+		t.Errorf("files %s: want the records after the new topic's end when the job started", got)
 	}
 }
