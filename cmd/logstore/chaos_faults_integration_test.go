@@ -4,9 +4,13 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +22,7 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logstore/logstore/internal/loggen"
 )
@@ -96,7 +101,7 @@ type oddRecords struct{ offsets []oddRecord }
 // producer that meant milliseconds: the year 58,000 or so, outside what a
 // Parquet timestamp of a dead letter can hold. Kafka before 4.0 accepts it;
 // 4.0 only with message.timestamp.after.max.ms raised on the topic.
-var microsAsMillis = time.UnixMilli(e2eStart.UnixMicro())
+var microsAsMillis = e2eStart.UnixMicro()
 
 // produceOddRecords appends, after the perPartition records each partition
 // holds: a flood of flood malformed records of about 12 KiB in partition 1
@@ -120,7 +125,7 @@ func produceOddRecords(t *testing.T, topic string, perPartition, flood int) oddR
 		return kafka.BalancerFunc(func(kafka.Message, ...int) int { return p })
 	}
 	w := &kafka.Writer{Addr: kafka.TCP(strings.Split(bootstrap, ",")...), Topic: topic, RequiredAcks: kafka.RequireAll,
-		BatchSize: 500, BatchBytes: 16 << 20, BatchTimeout: 5 * time.Millisecond, Balancer: to(1)}
+		BatchSize: 50, BatchTimeout: 5 * time.Millisecond, Compression: kafka.Lz4, Balancer: to(1)} // 50 records: 600 KiB, under max.message.bytes
 	filler := strings.Repeat("truncated ", 1200)
 	msgs := make([]kafka.Message, flood)
 	for i := range msgs {
@@ -128,14 +133,12 @@ func produceOddRecords(t *testing.T, topic string, perPartition, flood int) oddR
 		odd.offsets = append(odd.offsets, oddRecord{partition: 1, offset: int64(perPartition + i), bad: true})
 	}
 	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
-		t.Fatalf("producing the flood: %v", err)
+		t.Fatalf("producing the flood: %.300v", err)
 	}
 	w.Close()
 
 	gen := loggen.New(5, e2eStart, time.Millisecond)
-	w = &kafka.Writer{Addr: kafka.TCP(strings.Split(bootstrap, ",")...), Topic: topic, RequiredAcks: kafka.RequireAll, Balancer: to(2)}
-	defer w.Close()
-	msgs = msgs[:0]
+	var values [][]byte
 	for i := range 5 {
 		bad := i%2 == 0
 		value := []byte(`{"level": "warn", "ts": 17`)
@@ -143,13 +146,93 @@ func produceOddRecords(t *testing.T, topic string, perPartition, flood int) oddR
 			_, v, _ := gen.Next()
 			value = append([]byte(nil), v...)
 		}
-		msgs = append(msgs, kafka.Message{Value: value, Time: microsAsMillis})
+		values = append(values, value)
 		odd.offsets = append(odd.offsets, oddRecord{partition: 2, offset: int64(perPartition + i), bad: bad})
 	}
-	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
-		t.Fatalf("producing records stamped in microseconds: %v", err)
-	}
+	produceAtMillis(t, topic, 2, microsAsMillis, values)
 	return odd
+}
+
+// produceAtMillis produces values to a partition with the record timestamp
+// ms as it is. Go's clients (kafka-go, franz-go) turn a time into
+// milliseconds through nanoseconds, which overflow past the year 2262, so
+// the batch (magic 2) is made here and sent in a Produce v7 request.
+func produceAtMillis(t *testing.T, topic string, partition int, ms int64, values [][]byte) {
+	t.Helper()
+	client := &kafka.Client{Addr: kafka.TCP(strings.Split(bootstrap, ",")...), Timeout: 30 * time.Second}
+	md, err := client.Metadata(context.Background(), &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil || len(md.Topics) != 1 {
+		t.Fatalf("metadata of %s: %v", topic, err)
+	}
+	var leader kafka.Broker
+	for _, p := range md.Topics[0].Partitions {
+		if p.ID == partition {
+			leader = p.Leader
+		}
+	}
+	var records []byte
+	for i, v := range values {
+		var r []byte
+		r = append(r, 0)              // attributes
+		r = binary.AppendVarint(r, 0) // timestamp delta
+		r = binary.AppendVarint(r, int64(i))
+		r = binary.AppendVarint(r, -1) // no key
+		r = binary.AppendVarint(r, int64(len(v)))
+		r = append(r, v...)
+		r = binary.AppendVarint(r, 0) // no headers
+		records = append(binary.AppendVarint(records, int64(len(r))), r...)
+	}
+	var tail []byte // what the CRC covers: attributes to the end
+	tail = binary.BigEndian.AppendUint16(tail, 0)
+	tail = binary.BigEndian.AppendUint32(tail, uint32(len(values)-1))
+	tail = binary.BigEndian.AppendUint64(tail, uint64(ms))
+	tail = binary.BigEndian.AppendUint64(tail, uint64(ms))
+	tail = binary.BigEndian.AppendUint64(tail, ^uint64(0)) // no producer id
+	tail = binary.BigEndian.AppendUint16(tail, 0xffff)
+	tail = binary.BigEndian.AppendUint32(tail, 0xffffffff)
+	tail = binary.BigEndian.AppendUint32(tail, uint32(len(values)))
+	tail = append(tail, records...)
+	var batch []byte
+	batch = binary.BigEndian.AppendUint64(batch, 0)
+	batch = binary.BigEndian.AppendUint32(batch, uint32(4+1+4+len(tail)))
+	batch = binary.BigEndian.AppendUint32(batch, 0xffffffff) // partition leader epoch
+	batch = append(batch, 2)                                 // magic
+	batch = binary.BigEndian.AppendUint32(batch, crc32.Checksum(tail, crc32.MakeTable(crc32.Castagnoli)))
+	batch = append(batch, tail...)
+
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 7, -1, 30000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = int32(partition), batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort(leader.Host, strconv.Itoa(leader.Port)), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := conn.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID("chaos")).AppendRequest(nil, req, 1)); err != nil {
+		t.Fatal(err)
+	}
+	var head [8]byte
+	if _, err := io.ReadFull(conn, head[:]); err != nil {
+		t.Fatal(err)
+	}
+	body := make([]byte, binary.BigEndian.Uint32(head[:4])-4)
+	if _, err := io.ReadFull(conn, body); err != nil {
+		t.Fatal(err)
+	}
+	res := kmsg.NewPtrProduceResponse()
+	res.Version = 7
+	if err := res.ReadFrom(body); err != nil {
+		t.Fatal(err)
+	}
+	if code := res.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("producing records stamped %d ms to %s/%d: %v", ms, topic, partition, kafka.Error(code))
+	}
 }
 
 // stall is the longest a partition stood still with records left to read.

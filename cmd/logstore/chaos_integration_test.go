@@ -286,7 +286,10 @@ func TestChaos(t *testing.T) {
 		if o.bad {
 			m = bad
 		}
-		s := m[strconv.Itoa(o.partition)]
+		s, ok := m[strconv.Itoa(o.partition)]
+		if !ok {
+			s.Min = int(o.offset)
+		}
 		s.Count, s.Distinct, s.Sum, s.Max = s.Count+1, s.Distinct+1, s.Sum+o.offset, max(s.Max, int(o.offset))
 		m[strconv.Itoa(o.partition)] = s
 	}
