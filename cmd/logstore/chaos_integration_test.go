@@ -49,6 +49,13 @@ func (m *chaosMember) start() {
 	m.cmd, m.done = cmd, done
 }
 
+// output is what the running process printed so far.
+func (m *chaosMember) output() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.out.String()
+}
+
 // stop sends sig and waits for the process to end.
 func (m *chaosMember) stop(sig syscall.Signal) {
 	m.mu.Lock()
@@ -183,6 +190,7 @@ func TestChaos(t *testing.T) {
 	pause := func(min, spread int) { time.Sleep(time.Duration(min+rng.IntN(spread)) * time.Millisecond) }
 	began, midRun := time.Now(), 0
 	var longest time.Duration // the longest fault
+	diskHits := 0             // members that met the full disk
 	for i, ev := range plan {
 		pause(500, 2500)
 		before := committedTotal(t, group, topic, partitions)
@@ -219,6 +227,11 @@ func TestChaos(t *testing.T) {
 		case "disk-full":
 			free := fillDisk(t, spool)
 			pause(5000, 5000)
+			for _, m := range members {
+				if strings.Contains(m.output(), "no space left on device") {
+					diskHits++
+				}
+			}
 			free()
 		}
 		longest = max(longest, time.Since(faultBegan))
@@ -299,14 +312,17 @@ func TestChaos(t *testing.T) {
 	if midRun < (len(plan)+1)/2 {
 		t.Errorf("only %d of %d faults landed before the topic was read: they prove little (lower CHAOS_RATE)", midRun, len(plan))
 	}
+	if diskFull && diskHits == 0 {
+		t.Log("note: no member wrote to the spool while its disk was full this run")
+	}
 	if proxy.Failed.Load() == 0 {
 		// The members may be between batches through a short S3 window;
 		// the counts above are the assertion, this says what was shown.
 		t.Log("note: no S3 request fell in the S3 fault windows this run")
 	}
-	t.Logf("chaos: %d rows and %d dead letters, each once (reasons %v); %d events %v, %d S3 requests answered 503; "+
+	t.Logf("chaos: %d rows and %d dead letters, each once (reasons %v); %d events %v, %d S3 requests answered 503, %d members met the full disk; "+
 		"the longest fault %s, the longest a partition stood still %s (partition %d)",
-		v.Rows, v.DeadLetters, v.Reasons, len(plan), plan, proxy.Failed.Load(), longest.Round(time.Second), worst.d.Round(time.Second), worst.partition)
+		v.Rows, v.DeadLetters, v.Reasons, len(plan), plan, proxy.Failed.Load(), diskHits, longest.Round(time.Second), worst.d.Round(time.Second), worst.partition)
 }
 
 // chaosKinds are the faults a chaos plan draws from.
