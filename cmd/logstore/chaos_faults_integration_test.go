@@ -6,18 +6,15 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,57 +33,6 @@ const spoolDiskBytes = 16 << 20
 // stand still: a killed member's session timeout (10 s) and the rebalance
 // after it, and a retry's backoff that began during the fault.
 const stallSlack = 45 * time.Second
-
-// smallDisk mounts a tmpfs of size bytes for the members' spool folder and
-// says whether it could: mounting needs root (CAP_SYS_ADMIN), and the
-// disk-full fault is left out for other users. As root, a mount that fails
-// fails the test.
-func smallDisk(t *testing.T, size int) (string, bool) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Log("not root: the spool stays on the default disk and the disk-full fault is left out (it mounts a tmpfs)")
-		return "", false
-	}
-	dir := filepath.Join(t.TempDir(), "spool")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+strconv.Itoa(size), "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Fatalf("mounting a %d-byte tmpfs for the spool at %s: %v\n%s", size, dir, err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
-			t.Errorf("unmounting the spool's tmpfs %s: %v\n%s", dir, err, out)
-		}
-	})
-	return dir, true
-}
-
-// fillDisk writes a file into dir until its filesystem has no room left
-// (ENOSPC), and returns what frees it again.
-func fillDisk(t *testing.T, dir string) (free func()) {
-	t.Helper()
-	path := filepath.Join(dir, "filler")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatalf("filling the spool's disk: %v", err)
-	}
-	chunk := make([]byte, 64<<10)
-	for {
-		if _, err = f.Write(chunk); err != nil {
-			break
-		}
-	}
-	f.Close()
-	if !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("filling the spool's disk ended with %v, want ENOSPC", err)
-	}
-	return func() {
-		if err := os.Remove(path); err != nil {
-			t.Errorf("freeing the spool's disk: %v", err)
-		}
-	}
-}
 
 // oddRecord is where a record produceOddRecords added landed.
 type oddRecord struct {
