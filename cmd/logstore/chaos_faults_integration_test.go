@@ -10,6 +10,7 @@ import (
 	"hash/crc32"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -33,6 +34,26 @@ const spoolDiskBytes = 16 << 20
 // stand still: a killed member's session timeout (10 s) and the rebalance
 // after it, and a retry's backoff that began during the fault.
 const stallSlack = 45 * time.Second
+
+// keepFull keeps the disk of filler full for d: what the members free
+// (a batch's spool files, once uploaded) is taken again at once, so a
+// write in that time meets ENOSPC, not the room the last upload left.
+func keepFull(t *testing.T, filler string, d time.Duration) {
+	t.Helper()
+	f, err := os.OpenFile(filler, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatalf("keeping the spool's disk full: %v", err)
+	}
+	defer f.Close()
+	block := make([]byte, 4<<10)
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		for {
+			if _, err := f.Write(block); err != nil {
+				break
+			}
+		}
+	}
+}
 
 // oddRecord is where a record produceOddRecords added landed.
 type oddRecord struct {

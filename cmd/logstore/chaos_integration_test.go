@@ -231,7 +231,7 @@ func TestChaos(t *testing.T) {
 			proxy.SetFailRate(0)
 		case "disk-full":
 			filler := fillDisk(t, spool)
-			pause(5000, 5000)
+			keepFull(t, filler, time.Duration(5000+rng.IntN(5000))*time.Millisecond)
 			for _, m := range members {
 				if strings.Contains(m.output(), "no space left on device") {
 					diskHits++
