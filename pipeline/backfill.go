@@ -46,10 +46,12 @@ const manifestName = "_manifest.json"
 // is chosen: a 1 KiB log plus the row's per-column overhead.
 func (j *Job) backfillCost() int64 { return int64(1024 + 48*len(j.decoder.Schema().Fields) + 96) }
 
-// planBackfill resolves the range to offsets and chooses the stride: at
-// most batch.max_rows, and small enough that a batch of every partition
-// fits batch.memory_budget together (backfill batches cannot be cut early,
-// so they never wait for memory; see reserve).
+// planBackfill resolves the range to offsets and chooses the stride: small
+// enough that a batch of every partition fits batch.memory_budget together
+// (backfill batches cannot be cut early, so they never wait for memory; see
+// reserve), and at most batch.max_rows when that is set. It is never 0
+// (max_rows' default): a backfill without planned cuts ends its batches
+// where age, size or the budget say, and a re-run writes other names.
 func (j *Job) planBackfill(ctx context.Context, mode Mode, parts map[string][]int) (*backfillManifest, error) {
 	m := &backfillManifest{From: mode.From.UTC(), To: mode.To.UTC(), Ranges: map[string]map[int][2]int64{}}
 	if j.layout != "" {
@@ -71,8 +73,18 @@ func (j *Job) planBackfill(ctx context.Context, mode Mode, parts map[string][]in
 			n++
 		}
 	}
-	m.Stride = min(int64(j.cfg.Batch.MaxRows), max(1000, j.cfg.Batch.MemoryBudget/int64(max(n, 1))/j.backfillCost()))
+	m.Stride = backfillStride(j.cfg.Batch, n, j.backfillCost())
 	return m, nil
+}
+
+// backfillStride is the rows per backfill batch for n partitions of
+// records of about cost bytes each.
+func backfillStride(b BatchConfig, n int, cost int64) int64 {
+	stride := max(1000, b.MemoryBudget/int64(max(n, 1))/cost)
+	if b.MaxRows > 0 {
+		stride = min(stride, int64(b.MaxRows))
+	}
+	return stride
 }
 
 // backfillFiles is the files sink a manifest lives in; nil without one
@@ -97,6 +109,10 @@ func (j *Job) backfillPlan(ctx context.Context, mode Mode, parts map[string][]in
 			var m backfillManifest
 			if err := json.Unmarshal(raw, &m); err != nil {
 				return nil, fmt.Errorf("backfill %s: the manifest is not valid: %w", mode.Prefix, err)
+			}
+			if m.Stride <= 0 {
+				return nil, fmt.Errorf("backfill %s was planned without cut points (an older version, with batch.max_rows: 0), so a re-run cannot write the same names: "+
+					"delete %s to run it again", mode.Prefix, mode.Prefix)
 			}
 			if j.layout != "" && m.Layout != fingerprint(j.layout) {
 				return nil, fmt.Errorf("backfill %s was written with files layout %s and the config now gives %s (partition_by, max_file_bytes or parquet changed): "+

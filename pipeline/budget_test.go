@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/logstore/logstore/pipeline/record"
+	"github.com/logstore/logstore/sink"
 )
 
 // TestWorkerRecutNeverWaitsOnTheBudget: a pending cut cannot end early, so
@@ -30,5 +31,66 @@ func TestWorkerRecutNeverWaitsOnTheBudget(t *testing.T) {
 	}
 	if !w.budget.tryAcquire(2 * cost) {
 		t.Error("the budget was not given back whole")
+	}
+}
+
+// TestDeadLetterFloodDoesNotStallTheMember: a partition flooded with
+// malformed records under the default flush rule (max_rows and max_bytes
+// 0) must not stop the member. Dead letters are held until their batch is
+// cut, staging cannot give their bytes back, so the flooded worker waited
+// in the budget for bytes only it could release, and the other partition's
+// fetches waited behind it (issue 26, defect 3).
+func TestDeadLetterFloodDoesNotStallTheMember(t *testing.T) {
+	const n = 5000
+	bad := make([]int64, n)
+	for i := range bad {
+		bad[i] = int64(i)
+	}
+	shared := newBudget(64 << 10)
+	var workers []*worker
+	var dead []*fakeDead
+	var commits []*fakeCommitter
+	for _, values := range [][][]byte{logValues(n, bad, nil), logValues(n, nil, nil)} {
+		w, c, _, d := testWorker(t, &fakeLog{values: values, perFetch: 100}, 0, "dead_letter")
+		w.limits.MaxBytes = 0 // the defaults: no size limit, an age far away
+		w.budget, w.fetchMax = shared, 16<<10
+		w.sinks = []sink.Sink{&fakeStager{budget: shared}}
+		workers, dead, commits = append(workers, w), append(dead, d), append(commits, c)
+	}
+	// A deadlock guard, not a timing: both runs end long before.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	errs := make(chan error, len(workers))
+	for _, w := range workers {
+		go func() { errs <- w.run(ctx, position{Offset: 0, Cut: -1}) }()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, w := range workers {
+		last := commitCall{}
+		if len(commits[i].calls) > 0 {
+			last = commits[i].calls[len(commits[i].calls)-1]
+		}
+		if !w.reached || last != (commitCall{n, ""}) {
+			t.Errorf("partition %d stalled: reached %v, last commit %+v, want %d committed", i, w.reached, last, n)
+		}
+	}
+	letters := 0
+	for _, b := range dead[0].batches {
+		var first, last, k int
+		fmt.Sscanf(b, "%d-%d:%d", &first, &last, &k)
+		letters += k
+	}
+	if letters != n || len(dead[1].batches) != 0 {
+		t.Errorf("dead letters %v / %v: want every malformed record once", dead[0].batches, dead[1].batches)
+	}
+	if workers[0].stats.BudgetCuts.Load() == 0 {
+		t.Error("the flooded partition's batch was never cut for the budget")
+	}
+	if shared.inUse() != 0 {
+		t.Errorf("%d bytes of the budget still held after the runs", shared.inUse())
 	}
 }

@@ -7,32 +7,38 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+
 	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
 )
 
 func TestParseMark(t *testing.T) {
 	layout := `{"max_file_bytes":1}`
+	const id = "b9f83c9883f442a8a19b6b7c907c4f04"
+	long := strings.Repeat("x", 4000)
 	tests := []struct {
-		meta       string
-		cut        int64
-		wantLayout string
+		meta string
+		want cutMark
 	}{
-		{"cut:41", 41, ""}, // a mark of an older version
-		{markOf(41, layout), 41, layout},
-		{markOf(41, ""), 41, ""},
-		{"cut:41 layout:000000000000 " + layout, 41, ""}, // not what was written
-		{markOf(41, strings.Repeat("x", 4000)), 41, ""},  // too long to record: fingerprint only
-		{"someone else's", -1, ""},
-		{"", -1, ""},
+		{"cut:41", cutMark{Last: 41}}, // a mark of an older version
+		{"cut:41 layout:" + fingerprint(layout) + " " + layout, cutMark{Last: 41, Layout: layout, Fingerprint: fingerprint(layout)}}, // and a newer one
+		{markOf(41, "", layout), cutMark{Last: 41, Layout: layout, Fingerprint: fingerprint(layout)}},
+		{markOf(41, id, layout), cutMark{Last: 41, TopicID: id, Layout: layout, Fingerprint: fingerprint(layout)}},
+		{markOf(41, id, ""), cutMark{Last: 41, TopicID: id}},
+		{markOf(41, "", ""), cutMark{Last: 41}},
+		{"cut:41 layout:000000000000 " + layout, cutMark{Last: 41, Fingerprint: "000000000000"}}, // not what was written
+		{markOf(41, id, long), cutMark{Last: 41, TopicID: id, Fingerprint: fingerprint(long)}},   // too long to record: fingerprint only
+		{"someone else's", cutMark{Last: -1}},
+		{"", cutMark{Last: -1}},
 	}
 	for _, tt := range tests {
-		cut, got, _ := parseMark(tt.meta)
-		if cut != tt.cut || got != tt.wantLayout {
-			t.Errorf("parseMark(%.60q) = %d, %q; want %d, %q", tt.meta, cut, got, tt.cut, tt.wantLayout)
+		if got := parseMark(tt.meta); got != tt.want {
+			t.Errorf("parseMark(%.60q) = %+v; want %+v", tt.meta, got, tt.want)
 		}
 	}
-	if m := markOf(41, strings.Repeat("x", 4000)); len(m) > maxMarkBytes {
+	if m := markOf(41, id, long); len(m) > maxMarkBytes {
 		t.Errorf("a mark of %d bytes", len(m))
 	}
 }
@@ -70,7 +76,7 @@ func TestWorkerRecutKeepsTheLayoutOfItsMark(t *testing.T) {
 	if !slices.Equal(files, want) {
 		t.Errorf("files %v, want %v", files, want)
 	}
-	if c.calls[0].meta != markOf(1, old.Layout()) || c.calls[2].meta != markOf(3, now.Layout()) {
+	if c.calls[0].meta != markOf(1, "", old.Layout()) || c.calls[2].meta != markOf(3, "", now.Layout()) {
 		t.Errorf("marks %q, %q: want each with the layout its batch was written with", c.calls[0].meta, c.calls[2].meta)
 	}
 }
@@ -98,5 +104,50 @@ func TestWorkerRecutStagesWithTheLayoutOfItsMark(t *testing.T) {
 	slices.Sort(want)
 	if files := filesUnder(t, dir); !slices.Equal(files, want) {
 		t.Errorf("files %v, want %v", files, want)
+	}
+}
+
+// TestMarkByFingerprintOnlyIsComparedWithTheLayout: a mark whose layout
+// was too long to record whole names it by fingerprint alone; it was never
+// compared with the current layout, so a re-cut after a layout change
+// wrote the batch under the new layout's names beside the files already
+// stored (issue 26). A fingerprint of another layout stops the job, before
+// any file is written, saying what to restore.
+func TestMarkByFingerprintOnlyIsComparedWithTheLayout(t *testing.T) {
+	c := fakeCluster(t, kfake.SeedTopics(1, "logs"))
+	produceN(t, c.ListenAddrs(), 0, 10)
+	other := fingerprint(`{"partition_by":["a long layout of another config"]}`)
+	client := &kafka.Client{Addr: kafka.TCP(c.ListenAddrs()...)}
+	resp, err := client.OffsetCommit(context.Background(), &kafka.OffsetCommitRequest{GroupID: "g", GenerationID: -1,
+		Topics: map[string][]kafka.OffsetCommit{"logs": {{Partition: 0, Offset: 0, Metadata: "cut:4 layout:" + other}}}})
+	if err != nil || resp.Topics["logs"][0].Error != nil {
+		t.Fatalf("committing the mark: %v %+v", err, resp)
+	}
+	out := t.TempDir()
+	err = runTestJobErr(t, fmt.Sprintf(`kafka: {brokers: ["%s"], topics: [logs], group: g}
+rack: {providers: [static]}
+schema: {columns: [{name: n, type: int64, required: true}]}
+sinks: {files: {url: %q, file: {fsync: false}}}
+dead_letter: {on_error: skip}
+`, strings.Join(c.ListenAddrs(), `", "`), out), Mode{UntilNow: true})
+	if err == nil || !strings.Contains(err.Error(), "logs/0") || !strings.Contains(err.Error(), other) || !strings.Contains(err.Error(), "restore") {
+		t.Errorf("err %v: want the job stopped, naming the partition, the mark's layout and what to restore", err)
+	}
+	if files := filesUnder(t, out); len(files) != 0 {
+		t.Errorf("files %v: want none written under another layout", files)
+	}
+}
+
+func TestCheckCutLayout(t *testing.T) {
+	long := strings.Repeat("x", 4000)
+	mark := parseMark(markOf(4, "", long)).at(0)
+	if err := checkCutLayout("t", 0, mark, long); err != nil {
+		t.Errorf("the mark's own layout: %v", err)
+	}
+	if err := checkCutLayout("t", 0, mark, long+"y"); err == nil {
+		t.Error("another layout than the mark's fingerprint names: want an error")
+	}
+	if err := checkCutLayout("t", 0, parseMark("cut:4").at(0), long); err != nil {
+		t.Errorf("a mark of an older version, without a layout: %v", err)
 	}
 }

@@ -21,8 +21,12 @@ type position struct {
 	Offset int64 // next offset to read; -1 when the group never committed
 	Cut    int64 // the last offset of a pending cut mark, or -1
 	// Layout is the files' layout the pending cut was made with (see
-	// markOf); "" when none is recorded.
-	Layout string
+	// markOf); "" when none is recorded, or by Fingerprint alone.
+	Layout      string
+	Fingerprint string
+	// TopicID is Kafka's id of the topic the pending cut was read from;
+	// "" when the mark does not say.
+	TopicID string
 }
 
 // parseCut reads the commit metadata the pipeline writes; anything else
@@ -108,8 +112,7 @@ func fetchPositions(ctx context.Context, client *kafka.Client, group string, par
 				return nil, fmt.Errorf("committed offset of %s/%d: %w", topic, p.Partition, p.Error)
 			}
 			if p.CommittedOffset >= 0 {
-				cut, layout, _ := parseMark(p.Metadata)
-				out[topic][p.Partition] = position{Offset: p.CommittedOffset, Cut: cut, Layout: layout}
+				out[topic][p.Partition] = parseMark(p.Metadata).at(p.CommittedOffset)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,8 @@ import (
 	"io/fs"
 	"strconv"
 	"time"
+
+	"github.com/segmentio/kafka-go"
 
 	"github.com/logstore/logstore/sink"
 )
@@ -18,13 +21,18 @@ import (
 // offsets.retention.minutes, 7 days by default; a group can be deleted),
 // so the output keeps its own, as Spark keeps its checkpoint in storage.
 type resumeRecord struct {
-	Topic     string    `json:"topic"`
-	Partition int       `json:"partition"`
-	First     int64     `json:"first"`
-	Last      int64     `json:"last"`
-	Next      int64     `json:"next"` // Last+1: where a run without a committed offset resumes
-	Layout    string    `json:"layout,omitempty"`
-	Written   time.Time `json:"written"`
+	Topic     string `json:"topic"`
+	Partition int    `json:"partition"`
+	First     int64  `json:"first"`
+	Last      int64  `json:"last"`
+	Next      int64  `json:"next"` // Last+1: where a run without a committed offset resumes
+	Layout    string `json:"layout,omitempty"`
+	// TopicID is Kafka's id of the topic (KIP-516): a topic deleted and
+	// created again under the same name has another, and numbers its
+	// records from 0 again. Records of older versions hold none and are
+	// taken as the current topic's; the next batch's record names it.
+	TopicID string    `json:"topic_id,omitempty"`
+	Written time.Time `json:"written"`
 	// Mark is set while the batch First..Last is being written: its cut
 	// mark (as committed to the group), and Next is First. The group's
 	// copy of the mark goes with its offsets; this one lets a run that
@@ -91,7 +99,7 @@ func reconcile(group position, out resumeRecord, ok bool) (pos position, note st
 	if ok && out.Mark != "" {
 		// A batch was being written: re-cut it, unless the group holds the
 		// same mark or is past it.
-		pos.Cut, pos.Layout, _ = parseMark(out.Mark)
+		pos = parseMark(out.Mark).at(out.Next)
 		if pos.Cut >= 0 && (group.Offset < out.Next || group.Offset == out.Next && group.Cut < 0) {
 			if group.Offset < 0 {
 				return pos, noGroupOffset + "re-cutting the batch the output was writing"
@@ -120,24 +128,38 @@ func (w *worker) saveResume(ctx context.Context, last int64, writing bool) error
 	if w.resume == nil || w.prefix != "" {
 		return nil
 	}
-	r := resumeRecord{Topic: w.topic, Partition: w.partition, First: w.batch.first, Last: last, Next: last + 1, Written: time.Now().UTC()}
+	r := resumeRecord{Topic: w.topic, Partition: w.partition, First: w.batch.first, Last: last, Next: last + 1, TopicID: w.topicID, Written: time.Now().UTC()}
 	if w.using != "" {
 		r.Layout = fingerprint(w.using)
 	}
 	if writing {
-		r.Next, r.Mark = w.batch.first, markOf(last, w.using)
+		r.Next, r.Mark = w.batch.first, markOf(last, w.topicID, w.using)
 	}
 	return w.retrySink(ctx, "writing the resume record", opFiles, func() error { return w.resume.saveResume(ctx, r) })
 }
 
 // resumed is where a partition starts when the output's resume record
-// wins over the group's position (see reconcile), else nil.
-func (j *Job) resumed(ctx context.Context, topic string, partition int, group position) (*position, error) {
-	out, ok, err := j.resume.loadResume(ctx, topic, partition)
-	if err != nil {
-		return nil, err
+// wins over the group's position (see reconcile), or when either is of
+// another topic of the same name (see recreated), else nil. topicID is the
+// topic's id now ("" when the brokers keep none: nothing is compared).
+func (j *Job) resumed(ctx context.Context, topic string, partition int, group position, topicID string) (*position, error) {
+	var out resumeRecord
+	var ok bool
+	if j.resume != nil {
+		var err error
+		if out, ok, err = j.resume.loadResume(ctx, topic, partition); err != nil {
+			return nil, err
+		}
+	}
+	oldOut := ok && otherTopic(out.TopicID, topicID)
+	oldGroup := group.Offset >= 0 && otherTopic(group.TopicID, topicID)
+	if oldOut || oldGroup {
+		return j.recreated(ctx, topic, partition, group, out, oldGroup, topicID)
 	}
 	pos, note := reconcile(group, out, ok)
+	if err := checkCutLayout(topic, partition, pos, j.layout); err != nil {
+		return nil, err
+	}
 	if pos == group {
 		return nil, nil
 	}
@@ -148,4 +170,67 @@ func (j *Job) resumed(ctx context.Context, topic string, partition int, group po
 		log.Info("the pending cut is in the output whole; continuing after it")
 	}
 	return &pos, nil
+}
+
+// otherTopic says a position recorded for topic id was for another topic
+// of the same name than now; unknown ids ("") compare equal.
+func otherTopic(recorded, now string) bool {
+	return recorded != "" && now != "" && recorded != now
+}
+
+// recreated is where a partition starts when the output's resume record,
+// or the group's pending cut (oldGroup), names another topic id than the
+// topic has now: the topic was deleted and created again, and numbers its
+// records from 0, so an offset of the old one says nothing of the new.
+// The group's offset of the new topic (a plain commit) is followed; else
+// kafka.on_offset_out_of_range decides, as for a committed offset past the
+// log's end: fail stops, earliest reads the new topic from its start,
+// latest from its end, counting the new records it skips in
+// logstore_records_lost_total. The output's record then names the new topic.
+func (j *Job) recreated(ctx context.Context, topic string, partition int, group position, out resumeRecord, oldGroup bool, topicID string) (*position, error) {
+	log := j.log.With("topic", topic, "partition", partition, "topic_id", topicID, "output_topic_id", out.TopicID, "output_next", out.Next,
+		"group_offset", group.Offset, "group_topic_id", group.TopicID)
+	if !oldGroup && group.Offset >= 0 {
+		log.Warn("the output's resume record is of an earlier topic of this name (deleted and created again); following the group's offset, of the topic now")
+		return nil, nil
+	}
+	starts, err := listOffsets(ctx, j.conn.Client, topic, []int{partition}, kafka.ReadUncommitted, kafka.FirstOffsetOf)
+	if err != nil {
+		return nil, err
+	}
+	ends, err := listOffsets(ctx, j.conn.Client, topic, []int{partition}, kafka.ReadUncommitted, kafka.LastOffsetOf)
+	if err != nil {
+		return nil, err
+	}
+	start, end := starts[partition], ends[partition]
+	next := max(out.Next, group.Offset)
+	policy := j.cfg.Kafka.OnOffsetOutOfRange
+	if policy == "fail" {
+		return nil, errFatal{fmt.Errorf("%s/%d: the topic was deleted and recreated: its id is %s now, and the position remembered, next %d, is of topic id %s; "+
+			"the new topic holds [%d, %d): set kafka.on_offset_out_of_range: earliest to read it from %d, or latest to continue from %d "+
+			"(a recreated topic numbers its records from 0 again: move the old files or point sinks.files.url elsewhere first, or they are overwritten)",
+			topic, partition, topicID, next, cmp.Or(out.TopicID, group.TopicID), start, end, start, end)}
+	}
+	to, lost := start, int64(0)
+	if policy == "latest" {
+		to, lost = end, end-start
+	}
+	j.stats.OffsetResets.Add(1)
+	j.stats.LostRecords.Add(lost)
+	log.Warn("the topic was deleted and recreated; starting it as a new topic", "to", to, "lost_records", lost, "policy", policy)
+	if j.resume != nil {
+		r := resumeRecord{Topic: topic, Partition: partition, First: to, Last: to - 1, Next: to, TopicID: topicID, Written: time.Now().UTC()}
+		if err := j.resume.saveResume(ctx, r); err != nil {
+			return nil, err
+		}
+	}
+	return &position{Offset: to, Cut: -1}, nil
+}
+
+// topicID is Kafka's id of topic, "" when the brokers keep none.
+func (j *Job) topicID(ctx context.Context, topic string) (string, error) {
+	if j.client == nil {
+		return "", nil
+	}
+	return j.client.TopicID(ctx, topic)
 }

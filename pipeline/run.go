@@ -384,6 +384,10 @@ func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit com
 	var ready []readyWorker
 	for topic, ps := range assigned {
 		offsets, err := j.uncommittedStarts(ctx, topic, ps, positions[topic], mode)
+		var topicID string
+		if err == nil {
+			topicID, err = j.topicID(ctx, topic)
+		}
 		if err != nil {
 			for _, s := range ready {
 				s.w.reader.Close()
@@ -395,8 +399,8 @@ func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit com
 			if got, ok := positions[topic][p]; ok && got.Offset >= 0 {
 				pos = got
 			}
-			if positions != nil && j.resume != nil {
-				out, err := j.resumed(ctx, topic, p, positions[topic][p])
+			if positions != nil {
+				out, err := j.resumed(ctx, topic, p, positions[topic][p], topicID)
 				if err == nil && out != nil {
 					// The group takes the output's position at once: lag
 					// shows right, and the group is a checkpoint again.
@@ -417,6 +421,7 @@ func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit com
 				target = targets[topic][p]
 			}
 			w := j.newWorker(topic, p, commit, target, mode.Prefix)
+			w.topicID = topicID
 			if mode.plan != nil {
 				w.stride = mode.plan.Stride
 			}

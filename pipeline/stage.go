@@ -174,26 +174,36 @@ func (w *worker) recutReserve(ctx context.Context, n int64) error {
 }
 
 // makeRoom takes n bytes from a spent budget. The worker first gives back
-// what it holds: its rows, staged into the sinks, or, when the sinks cannot
-// stage, its whole batch, cut early. Then it waits for the bytes, unless
-// they are a record's that is already fetched: those it takes at once, past
-// the size, and the next fetch waits for them instead.
+// what staging can: its rows. What staging cannot give back — the whole
+// batch when the sinks cannot stage, its dead letters when they can — only
+// this worker can release, so it cuts its batch early rather than wait
+// while it holds them (waiting then was for ever: a partition flooded with
+// malformed records stopped the member). Then it waits for the bytes,
+// unless they are a record's that is already fetched: those it takes at
+// once, past the size, and the next fetch waits for them instead; its dead
+// letters are cut then only once they hold a stage chunk, so a budget that
+// other partitions spent does not cut a batch at every malformed record.
 func (w *worker) makeRoom(ctx context.Context, n int64, fetched bool) error {
 	staged, err := w.stage(ctx)
 	if err != nil {
 		return err
+	}
+	if staged && w.budget.tryAcquire(n) {
+		return nil
+	}
+	b := &w.batch
+	hoarding := !staged || !fetched || b.deadBytes >= w.stageChunk()
+	if hoarding && w.cut < 0 && w.next > b.first && b.bytes > 0 {
+		w.stats.BudgetCuts.Add(1)
+		if err := w.flush(ctx, w.next-1); err != nil {
+			return err
+		}
 	}
 	if staged && fetched {
 		if !w.budget.tryAcquire(n) {
 			w.budget.force(n)
 		}
 		return nil
-	}
-	if !staged && w.cut < 0 && w.next > w.batch.first {
-		w.stats.BudgetCuts.Add(1)
-		if err := w.flush(ctx, w.next-1); err != nil {
-			return err
-		}
 	}
 	start := time.Now()
 	if err := w.budget.acquire(ctx, n); err != nil {

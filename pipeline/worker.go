@@ -49,6 +49,7 @@ type worker struct {
 	originals    bool        // keep each row's source key and value (sinks.kafka.value: original)
 	columns      int         // output columns, for the memory estimate
 	layout       string      // the files sink's layout (sink.Files.Layout), "" without one
+	topicID      string      // Kafka's id of the topic (KIP-516), "" when the brokers keep none
 	resume       resumeStore // nil: the output keeps no resume records
 	stride       int64       // a backfill's cut points (plannedCut); 0 otherwise
 	flushWait    time.Duration
@@ -394,7 +395,7 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 		// take it again (its spool is gone); commit next.
 		last = b.last
 	} else if w.using = w.batchLayout(); len(b.rows) > 0 || b.staged > 0 || len(b.dead) > 0 {
-		if err := w.commitRetrying(ctx, b.first, markOf(last, w.using)); err != nil {
+		if err := w.commitRetrying(ctx, b.first, markOf(last, w.topicID, w.using)); err != nil {
 			return err
 		}
 		sink.Failpoint(sink.FailMarked)

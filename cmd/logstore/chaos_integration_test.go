@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,6 +47,13 @@ func (m *chaosMember) start() {
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	m.cmd, m.done = cmd, done
+}
+
+// output is what the running process printed so far.
+func (m *chaosMember) output() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.out.String()
 }
 
 // stop sends sig and waits for the process to end.
@@ -86,26 +94,44 @@ func poisonRecord(t *testing.T) []byte {
 }
 
 // TestChaos runs three members (one per rack) over a topic with malformed
-// records and one poison record, writing to S3 through a proxy that can
-// answer 503, while a seeded schedule of faults plays out: members
-// SIGKILLed at random moments and restarted, a fourth member joining and
-// leaving (two rebalances), a broker stopped and started, S3 down (every
-// request 503) and S3 flaky (a share of requests 503), the offsets of half
-// the partitions deleted, and the group deleted with its offsets (as after
-// offsets.retention.minutes). Once everything is committed pyarrow checks
-// that every good record is in the bucket exactly once with its values and
-// every bad one once in _errors/.
-// CHAOS_RECORDS, CHAOS_EVENTS, CHAOS_RATE (records/s per member) and
-// CHAOS_SEED size it; scripts/chaos/run.sh runs the long version.
+// records, one poison record, a flood of malformed records in one
+// partition and a few records whose timestamps are microseconds written as
+// milliseconds, writing to S3 through a proxy that can answer 503 and
+// spooling on a small filesystem of their own, while a seeded schedule of
+// faults plays out: members SIGKILLed at random moments and restarted, a
+// fourth member joining and leaving (two rebalances), a broker stopped and
+// started, S3 down (every request 503) and S3 flaky (a share of requests
+// 503), the spool's disk full, the offsets of half the partitions deleted,
+// and the group deleted with its offsets (as after
+// offsets.retention.minutes). No partition may stand still for longer than
+// the longest fault plus stallSlack. Once everything is committed pyarrow
+// checks that every good record is in the bucket exactly once with its
+// values and every bad one once in _errors/, and reads every file back
+// with its pages' checksums.
+// CHAOS_RECORDS, CHAOS_EVENTS, CHAOS_RATE (records/s per member),
+// CHAOS_FLOOD (malformed records in the flood) and CHAOS_SEED size it;
+// scripts/chaos/run.sh runs the long version. The disk-full fault mounts a
+// tmpfs and so needs root; other users run without it.
 func TestChaos(t *testing.T) {
 	const partitions, badEvery = 6, 100
 	n := envInt("CHAOS_RECORDS", 60_000) / partitions * partitions
 	events := envInt("CHAOS_EVENTS", 7)
 	rate := envInt("CHAOS_RATE", 200)
+	flood := envInt("CHAOS_FLOOD", 3000)
 	seed := uint64(envInt("CHAOS_SEED", int(time.Now().UnixNano()%1e9)))
 	rng := rand.New(rand.NewPCG(seed, 1))
-	plan := chaosPlan(rng, events)
-	t.Logf("chaos: %d records, %d records/s per member, seed %d, plan %v", n, rate, seed, plan)
+	spool, diskFull := "", os.Geteuid() == 0
+	if diskFull {
+		spool = smallDisk(t, strconv.Itoa(spoolDiskBytes))
+	} else {
+		t.Log("not root: the spool stays on the default disk and the disk-full fault is left out (it mounts a tmpfs)")
+	}
+	kinds := chaosKinds
+	if !diskFull {
+		kinds = slices.DeleteFunc(slices.Clone(kinds), func(k string) bool { return k == "disk-full" })
+	}
+	plan := chaosPlan(rng, events, kinds)
+	t.Logf("chaos: %d records and a flood of %d malformed, %d records/s per member, seed %d, plan %v", n, flood, rate, seed, plan)
 
 	bucket := s3Env(t)
 	direct := os.Getenv("AWS_ENDPOINT_URL_S3")
@@ -121,6 +147,7 @@ func TestChaos(t *testing.T) {
 	}
 	w.Close()
 	poisonAt := n / partitions // partition 0's next offset
+	odd := produceOddRecords(t, topic, n/partitions, flood)
 
 	out := "s3://" + bucket + "/chaos"
 	group := topic + "-g"
@@ -128,6 +155,11 @@ func TestChaos(t *testing.T) {
 	text := strings.Replace(readFile(t, cfg), "url: file:///unused", "url: "+out, 1)
 	text = strings.Replace(text, `{name: hour, column: ts, format: "15"}]`, `{name: hour, column: ts, format: "15"}, {name: svc, column: service}]`, 1)
 	text = strings.Replace(text, "  group: ", "  max_records_per_second: "+strconv.Itoa(rate)+"\n  group: ", 1)
+	// The smallest budget: the flood's dead letters fill it before max_rows.
+	text = strings.Replace(text, "  max_age: 2s\n", "  max_age: 2s\n  memory_budget: 16777216\n", 1)
+	if spool != "" {
+		text = strings.Replace(text, "    url: "+out+"\n", "    url: "+out+"\n    spool_dir: "+spool+"\n", 1)
+	}
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -150,11 +182,24 @@ func TestChaos(t *testing.T) {
 			t.Fatalf("nothing committed in 90 s:\n%s", tail(members[0].out.String(), 30))
 		}
 	}
+	end := int64(n + 1 + len(odd.offsets))
+	ends := make([]int64, partitions)
+	for p := range ends {
+		ends[p] = int64(n / partitions)
+	}
+	ends[0]++ // the poison record
+	for _, o := range odd.offsets {
+		ends[o.partition]++
+	}
+	stalls := watchStalls(t, group, topic, ends)
 	pause := func(min, spread int) { time.Sleep(time.Duration(min+rng.IntN(spread)) * time.Millisecond) }
 	began, midRun := time.Now(), 0
+	var longest time.Duration // the longest fault
+	diskHits := 0             // members that met the full disk
 	for i, ev := range plan {
 		pause(500, 2500)
 		before := committedTotal(t, group, topic, partitions)
+		faultBegan := time.Now()
 		if before < int64(n) {
 			midRun++
 		}
@@ -184,8 +229,21 @@ func TestChaos(t *testing.T) {
 			proxy.SetFailRate(0.3)
 			pause(8000, 4000)
 			proxy.SetFailRate(0)
+		case "disk-full":
+			filler := fillDisk(t, spool)
+			keepFull(t, filler, time.Duration(5000+rng.IntN(5000))*time.Millisecond)
+			for _, m := range members {
+				if strings.Contains(m.output(), "no space left on device") {
+					diskHits++
+				}
+			}
+			if err := os.Remove(filler); err != nil {
+				t.Errorf("freeing the spool's disk: %v", err)
+			}
 		}
-		t.Logf("%5.1fs event %d: %s (committed %d of %d before)", time.Since(began).Seconds(), i+1, ev, before, n+1)
+		longest = max(longest, time.Since(faultBegan))
+		t.Logf("%5.1fs event %d: %s (committed %d of %d before)", time.Since(began).Seconds(), i+1, ev, before, end)
+		faultBegan = time.Now()
 		switch i {
 		case len(plan) / 4:
 			withGroupStopped(t, group, members, "the offsets of partitions 0, 2, 4 deleted", func(c *kafka.Client) error {
@@ -210,9 +268,9 @@ func TestChaos(t *testing.T) {
 				return err
 			})
 		}
+		longest = max(longest, time.Since(faultBegan))
 	}
-	end := int64(n + 1)
-	wait := max(4*time.Minute, time.Duration(3*n/(3*rate))*time.Second)
+	wait := max(4*time.Minute, time.Duration(3*(n+flood)/(3*rate))*time.Second)
 	for deadline := time.Now().Add(wait); committedTotal(t, group, topic, partitions) < end; time.Sleep(500 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("stalled: committed %d of %d after %s:\n%s", committedTotal(t, group, topic, partitions), end, wait, tail(members[0].out.String(), 30))
@@ -220,6 +278,12 @@ func TestChaos(t *testing.T) {
 	}
 	for _, m := range members {
 		m.stop(syscall.SIGTERM)
+	}
+	worst := stalls()
+	if worst.d > longest+stallSlack {
+		t.Errorf("partition %d stood still for %s with records to read (from %.1fs into the run); the longest fault lasted %s: "+
+			"a partition may wait out a fault, not more (stallSlack %s)", worst.partition, worst.d.Round(time.Second), worst.at.Sub(began).Seconds(),
+			longest.Round(time.Second), stallSlack)
 	}
 
 	t.Setenv("AWS_ENDPOINT_URL_S3", direct) // pyarrow reads the bucket itself
@@ -237,35 +301,52 @@ func TestChaos(t *testing.T) {
 	}
 	b.Count, b.Distinct, b.Sum, b.Max = b.Count+1, b.Distinct+1, b.Sum+int64(poisonAt), poisonAt
 	bad["0"] = b
+	for _, o := range odd.offsets {
+		m := good
+		if o.bad {
+			m = bad
+		}
+		s, ok := m[strconv.Itoa(o.partition)]
+		if !ok {
+			s.Min = int(o.offset)
+		}
+		s.Count, s.Distinct, s.Sum, s.Max = s.Count+1, s.Distinct+1, s.Sum+o.offset, max(s.Max, int(o.offset))
+		m[strconv.Itoa(o.partition)] = s
+	}
 	checkCounts(t, v, good, bad)
 	checkSampleValues(t, v.Sample, n, partitions, badEvery)
+	checkEveryFile(t, out)
 	if midRun < (len(plan)+1)/2 {
 		t.Errorf("only %d of %d faults landed before the topic was read: they prove little (lower CHAOS_RATE)", midRun, len(plan))
+	}
+	if diskFull && diskHits == 0 {
+		t.Log("note: no member wrote to the spool while its disk was full this run")
 	}
 	if proxy.Failed.Load() == 0 {
 		// The members may be between batches through a short S3 window;
 		// the counts above are the assertion, this says what was shown.
 		t.Log("note: no S3 request fell in the S3 fault windows this run")
 	}
-	t.Logf("chaos: %d rows and %d dead letters, each once (reasons %v); %d events %v, %d S3 requests answered 503",
-		v.Rows, v.DeadLetters, v.Reasons, len(plan), plan, proxy.Failed.Load())
+	t.Logf("chaos: %d rows and %d dead letters, each once (reasons %v); %d events %v, %d S3 requests answered 503, %d members met the full disk; "+
+		"the longest fault %s, the longest a partition stood still %s (partition %d)",
+		v.Rows, v.DeadLetters, v.Reasons, len(plan), plan, proxy.Failed.Load(), diskHits, longest.Round(time.Second), worst.d.Round(time.Second), worst.partition)
 }
 
 // chaosKinds are the faults a chaos plan draws from.
-var chaosKinds = []string{"kill", "join-leave", "broker", "s3-down", "s3-flaky"}
+var chaosKinds = []string{"kill", "join-leave", "broker", "s3-down", "s3-flaky", "disk-full"}
 
 // chaosPlan is a seeded order of n faults with every kind at least once
 // (when n allows) and kills for the rest, the likeliest fault in production.
-func chaosPlan(rng *rand.Rand, n int) []string {
+func chaosPlan(rng *rand.Rand, n int, kinds []string) []string {
 	plan := make([]string, 0, n)
 	for i := 0; i < n; i++ {
 		switch {
-		case i < len(chaosKinds):
-			plan = append(plan, chaosKinds[i])
+		case i < len(kinds):
+			plan = append(plan, kinds[i])
 		case rng.IntN(2) == 0:
 			plan = append(plan, "kill")
 		default:
-			plan = append(plan, chaosKinds[rng.IntN(len(chaosKinds))])
+			plan = append(plan, kinds[rng.IntN(len(kinds))])
 		}
 	}
 	rng.Shuffle(len(plan), func(i, j int) { plan[i], plan[j] = plan[j], plan[i] })

@@ -640,11 +640,12 @@ func TestE2EMembersJoinMidRunExactlyOnce(t *testing.T) {
 }
 
 // TestE2ERecreatedTopicStops: a topic deleted and recreated under the same
-// name numbers its records from 0 again, below the group's committed
-// offsets. Under the default on_offset_out_of_range: fail the job stops
-// with an error naming the topic, partition, committed offset and log end,
-// and writes nothing: the old files, whose names the new records would
-// take, stay as they are.
+// name numbers its records from 0 again, below the output's resume
+// records. The topic's id tells the new topic from the old: under the
+// default on_offset_out_of_range: fail the job stops with an error naming
+// the topic, partition, the position remembered and what the new topic
+// holds, and writes nothing: the old files, whose names the new records
+// would take, stay as they are.
 func TestE2ERecreatedTopicStops(t *testing.T) {
 	const n, partitions = 3000, 3
 	topic := e2eTopic(t, partitions)
@@ -675,7 +676,7 @@ func TestE2ERecreatedTopicStops(t *testing.T) {
 	if st.Success() || st.ExitCode() != 1 {
 		t.Fatalf("the run over the recreated topic ended with %v, want exit 1:\n%s", st, tail(out, 30))
 	}
-	for _, want := range []string{topic, "is past the log end 100", "the committed offset 1000", "deleted and recreated"} {
+	for _, want := range []string{topic, "deleted and recreated", "next 1000", "holds [0, 100)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the error does not say %q:\n%s", want, tail(out, 15))
 		}
