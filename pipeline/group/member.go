@@ -172,7 +172,7 @@ func (m *Member) Run(ctx context.Context, h Handler) error {
 			h.Revoke(owned)
 			owned = Assignment{}
 		}
-		g, err := m.join(ctx, owned)
+		g, err := m.join(ctx, owned, prev)
 		if err != nil {
 			if ctx.Err() != nil {
 				return m.stop(h, owned, nil)
@@ -304,9 +304,9 @@ func errorCode(body []byte) int16 {
 // protocols is what the member offers in JoinGroup, in its order of
 // preference: the cooperative protocol, then the eager one a group with
 // members of kafka-go's days can agree on.
-func (m *Member) protocols(owned Assignment) []joingroup.RequestProtocol {
+func (m *Member) protocols(owned, had Assignment) []joingroup.RequestProtocol {
 	if s, ok := m.cfg.Assignor.(interface{ SetOwned(map[string][]int) }); ok {
-		s.SetOwned(owned) // the assignor's user data: partitions stay where they are
+		s.SetOwned(had) // the assignor's user data: partitions stay where they are
 	}
 	userData, err := m.cfg.Assignor.UserData()
 	if err != nil {
@@ -326,8 +326,10 @@ func (m *Member) protocols(owned Assignment) []joingroup.RequestProtocol {
 // cooperativeName is the cooperative variant of an assignor's protocol.
 func cooperativeName(eager string) string { return eager + "-cooperative" }
 
-// join runs one JoinGroup and SyncGroup round.
-func (m *Member) join(ctx context.Context, owned Assignment) (Generation, error) {
+// join runs one JoinGroup and SyncGroup round. owned is what the member
+// holds now; had what it held in the last generation, which the
+// assignor's user data announces so an eager plan stays sticky too.
+func (m *Member) join(ctx context.Context, owned, had Assignment) (Generation, error) {
 	for {
 		_, memberID := m.Current()
 		req := &joingroup.Request{
@@ -337,7 +339,7 @@ func (m *Member) join(ctx context.Context, owned Assignment) (Generation, error)
 			MemberID:           memberID,
 			GroupInstanceID:    m.cfg.InstanceID,
 			ProtocolType:       "consumer",
-			Protocols:          m.protocols(owned),
+			Protocols:          m.protocols(owned, had),
 		}
 		// The coordinator holds JoinGroup until every member joined, up to
 		// the rebalance timeout.
@@ -522,6 +524,10 @@ func (m *Member) stable(ctx context.Context, beats *beater) error {
 	}
 }
 
+// heartbeatTimeout bounds one Heartbeat: the coordinator answers at once,
+// so a longer wait means it or the path to it is gone.
+const heartbeatTimeout = 10 * time.Second
+
 // beater sends the generation's heartbeats until stopped, and reports on
 // ended why the generation is over.
 type beater struct {
@@ -557,7 +563,7 @@ func (m *Member) heartbeat(g Generation) *beater {
 				return
 			case <-tick.C:
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), m.cfg.SessionTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), min(m.cfg.SessionTimeout, heartbeatTimeout))
 			body, err := m.coord.raw(ctx, 3, &heartbeat.Request{GroupID: m.cfg.Group, GenerationID: g.ID, MemberID: g.MemberID, GroupInstanceID: m.cfg.InstanceID})
 			cancel()
 			if err == nil {
