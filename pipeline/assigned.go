@@ -165,10 +165,13 @@ const (
 // Revoke stops the partitions and waits until each worker let go: with
 // kafka.revoke: write its open batch is written and committed, with
 // handover dropped. At the job's stop every worker writes (the graceful
-// stop's promise), whatever kafka.revoke says.
+// stop's promise), whatever kafka.revoke says, and so does kafka.rebalance:
+// eager, where every partition is let go at every rebalance, the moving
+// and the staying alike (the baseline, as kafka-go's ConsumerGroup did).
 func (s *partitionSet) Revoke(ps group.Assignment) {
 	how := releaseWrite
-	if s.j.cfg.Kafka.Revoke == RevokeHandover && s.ctx.Err() == nil {
+	k := s.j.cfg.Kafka
+	if k.Revoke == RevokeHandover && k.Rebalance != RebalanceEager && s.ctx.Err() == nil {
 		how = releaseHandover
 	}
 	s.stopAll(ps, how)
