@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"regexp"
@@ -80,4 +81,55 @@ func TestE2EMemberDiesBetweenCooperativeRounds(t *testing.T) {
 		t.Logf("az-a:\n%s\naz-b:\n%s", a.out.String(), b.out.String())
 	}
 	t.Logf("rows %d, dead letters %d", v.Rows, v.DeadLetters)
+}
+
+// TestE2EFencedTwinExits4: two processes run with one
+// kafka.group_instance_id (two pods given one name). The second one's
+// join fences the first, which stops with exit code 4 and an error naming
+// the key; the second reads on.
+func TestE2EFencedTwinExits4(t *testing.T) {
+	const n, partitions = 12_000, 12
+	topic := e2eTopic(t, partitions)
+	produceLogs(t, topic, n, partitions, 100)
+	dir := t.TempDir()
+	cfg := e2eConfig(t, topic, topic+"-g", dir, 5000)
+	static := strings.Replace(readFile(t, cfg), "  group: ", "  group_instance_id: twin\n  group: ", 1)
+	if err := os.WriteFile(cfg, []byte(static), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := func(rack string) (*exec.Cmd, *testkit.LogBuffer) {
+		cmd := exec.Command(logstoreBinary(t), "run", "-c", cfg)
+		cmd.Env = append(os.Environ(), "LOGSTORE_RACK="+rack)
+		out := &testkit.LogBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		return cmd, out
+	}
+	first, firstOut := start("az-a")
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(firstOut.String(), `"msg":"generation"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no generation within a minute:\n%s", tail(firstOut.String(), 20))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	second, secondOut := start("az-b")
+	done := make(chan error, 1)
+	go func() { done <- first.Wait() }()
+	select {
+	case err := <-done:
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != exitFenced || !strings.Contains(firstOut.String(), "kafka.group_instance_id") {
+			t.Errorf("the fenced process ended with %v; want exit code %d and an error naming kafka.group_instance_id:\n%s", err, exitFenced, tail(firstOut.String(), 10))
+		}
+	case <-time.After(45 * time.Second):
+		t.Fatalf("the first process still runs 45s after its twin joined:\n%s", tail(firstOut.String(), 20))
+	}
+	_ = second.Process.Signal(syscall.SIGTERM)
+	if err := second.Wait(); err != nil {
+		t.Errorf("the twin: %v\n%s", err, tail(secondOut.String(), 20))
+	}
 }

@@ -55,9 +55,9 @@ type Generation struct {
 	Assigned    Assignment // every partition the member owns in it
 	Added       Assignment // not owned before the rebalance
 	Revoked     Assignment // owned before, given to others
-	// Moved counts the partitions that changed hands in this member:
-	// Added and Revoked, with eager's let-go partitions it got back not
-	// counted.
+	// Moved counts the partitions that came to or left this member since
+	// its last generation; under eager, a partition let go of and given
+	// back does not count.
 	Moved int
 }
 
@@ -196,7 +196,7 @@ func (m *Member) Run(ctx context.Context, h Handler) error {
 		backoff = retryBackoff
 		g.Revoked = owned.Minus(g.Assigned)
 		g.Added = g.Assigned.Minus(owned)
-		g.Moved = g.Revoked.Count() + g.Assigned.Minus(prev).Count()
+		g.Moved = prev.Minus(g.Assigned).Count() + g.Assigned.Minus(prev).Count()
 		m.log.Info("generation", "generation", g.ID, "member", g.MemberID, "leader", g.Leader, "protocol", g.Protocol,
 			"partitions", g.Assigned.Count(), "added", g.Added.Count(), "revoked", g.Revoked.Count(), "moved", g.Moved,
 			"assigned", map[string][]int(g.Assigned))
