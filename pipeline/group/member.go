@@ -186,7 +186,12 @@ func (m *Member) Run(ctx context.Context, h Handler) error {
 				m.lose(h, owned, err)
 				owned = Assignment{}
 			}
-			m.log.Warn("joining the group failed; joining again", "err", err, "backoff", backoff)
+			if errors.Is(err, kafka.RebalanceInProgress) {
+				// Members starting together: the protocol at work, not a failure.
+				m.log.Info("the group is rebalancing (a member joined or left); joining again", "err", err, "backoff", backoff)
+			} else {
+				m.log.Warn("joining the group failed; joining again", "err", err, "backoff", backoff)
+			}
 			if !clock.Sleep(ctx, backoff) {
 				return m.stop(h, owned, nil)
 			}
