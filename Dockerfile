@@ -9,10 +9,17 @@
 # with the root read-only:
 #   docker run --read-only -v logstore-spool:/var/spool/logstore IMAGE run -c /etc/logstore/emr-eks.yaml
 #   Kubernetes: readOnlyRootFilesystem: true and an emptyDir at
-#   /var/spool/logstore (configs/k8s/deployment.yaml).
+#   /var/spool/logstore (configs/k8s/base/deployment.yaml).
 # The folder is created owned by 65532 in the image, so a fresh Docker
 # volume mounted there starts writable by the nonroot user.
-FROM golang:1.26 AS build
+#
+# Multi-arch (EKS nodes on Graviton and x86): the build stage runs on the
+# builder's own platform and cross-compiles (no emulation):
+#   docker buildx build --platform linux/amd64,linux/arm64 \
+#     --build-arg VERSION=$(git describe --always --dirty) \
+#     -t $ACCOUNT.dkr.ecr.$REGION.amazonaws.com/logstore:$TAG --push .
+# (docs/eks.md: the ECR repository and the login before the push).
+FROM --platform=$BUILDPLATFORM golang:1.26 AS build
 # go.mod's toolchain line names the patched Go release to build with; the
 # golang image pins GOTOOLCHAIN=local, which would ignore it.
 ENV GOTOOLCHAIN=auto
@@ -21,7 +28,8 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/logstore ./cmd/logstore \
+ARG TARGETOS TARGETARCH
+RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/logstore ./cmd/logstore \
 	&& mkdir -p /out/spool
 
 FROM gcr.io/distroless/static-debian12:nonroot

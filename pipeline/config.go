@@ -3,8 +3,11 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -239,7 +242,7 @@ func (c *Config) Validate() error {
 	}
 	for i, b := range k.Brokers {
 		if !strings.Contains(b, ":") {
-			return confkey.Errorf(fmt.Sprintf("kafka.brokers[%d]", i), "%q has no port; write host:port", b)
+			return confkey.Errorf(fmt.Sprintf("kafka.brokers[%d]", i), "%s has no port; write host:port", confkey.Quote(b))
 		}
 	}
 	if err := confkey.OneOf("kafka.sasl.mechanism", k.SASL.Mechanism, "none", "plain", "scram-sha-256", "scram-sha-512", "aws-msk-iam"); err != nil {
@@ -327,7 +330,7 @@ func ParseStartOffset(s string) (name string, at time.Time, err error) {
 	}
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("%q is not earliest, latest or an RFC 3339 time like 2026-11-29T07:00:00Z", s)
+		return "", time.Time{}, fmt.Errorf("%s is not earliest, latest or an RFC 3339 time like 2026-11-29T07:00:00Z", confkey.Quote(s))
 	}
 	return "time", t, nil
 }
@@ -350,12 +353,14 @@ func prefixed(section string, err error) error {
 }
 
 // ConfigError is what Load returns for a bad config: where, which key, what
-// to do. The CLI exits 2 on it.
+// to do. The CLI exits 2 on it. Err, when set, is the kind of refusal
+// (ErrConfigTooLarge, ErrConfigTooDeep, ErrConfigAliases, ErrConfigNotText).
 type ConfigError struct {
 	File         string
 	Line, Column int
 	Key          string
 	Msg          string
+	Err          error
 }
 
 func (e *ConfigError) Error() string {
@@ -369,74 +374,112 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("%s: %s", loc, e.Msg)
 }
 
+func (e *ConfigError) Unwrap() error { return e.Err }
+
 // Load reads, expands, decodes (strictly), defaults and validates a config
-// file. Every error is a *ConfigError.
+// file. Every error is a *ConfigError. A file over MaxConfigBytes is refused
+// without reading it.
 func Load(path string) (*Config, error) {
-	raw, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, &ConfigError{File: path, Msg: err.Error()}
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > MaxConfigBytes {
+		return nil, tooBig(path, fmt.Sprintf("%.1f MiB", float64(st.Size())/(1<<20)))
+	}
+	// One byte past the limit tells a stream over it (a pipe has no size).
+	raw, err := io.ReadAll(io.LimitReader(f, MaxConfigBytes+1))
+	if err != nil {
+		return nil, &ConfigError{File: path, Msg: err.Error()}
+	}
+	if len(raw) > MaxConfigBytes {
+		return nil, tooBig(path, "it")
 	}
 	return Parse(path, raw)
 }
 
-// Parse is Load on bytes already read; name is used in messages.
+func tooBig(name, size string) error {
+	return &ConfigError{File: name, Err: ErrConfigTooLarge,
+		Msg: fmt.Sprintf("%s is over the 1 MiB a config may be; is it the right file? (configs/reference.yaml, every key documented, is about 30 KB)", size)}
+}
+
+// Parse is Load on bytes already read; name is used in messages. Before the
+// YAML parser reads the text, its size, bytes and shape are checked
+// (configlimits.go), after the environment is expanded into it too; its
+// aliases and its values' kinds are checked before it is decoded.
 func Parse(name string, raw []byte) (*Config, error) {
+	if len(raw) > MaxConfigBytes {
+		return nil, tooBig(name, fmt.Sprintf("%.1f MiB", float64(len(raw))/(1<<20)))
+	}
+	if err := checkText(name, raw); err != nil {
+		return nil, err
+	}
 	text, err := expandEnv(name, raw)
 	if err != nil {
 		return nil, err
 	}
+	if len(text) > MaxConfigBytes {
+		return nil, tooBig(name, "with its environment variables expanded, it")
+	}
+	if err := checkText(name, text); err != nil {
+		return nil, err
+	}
+	if err := checkShape(name, text); err != nil {
+		return nil, err
+	}
+	file, err := parser.ParseBytes(text, 0)
+	if err != nil {
+		return nil, yamlError(name, err)
+	}
+	if err := checkAliases(name, file); err != nil {
+		return nil, err
+	}
+	if err := checkTypes(name, file, reflect.TypeFor[Config]()); err != nil {
+		return nil, err
+	}
 	c := Config{Run: RunConfig{ProgressInterval: DefaultProgressInterval}}
-	if err := yaml.UnmarshalWithOptions(text, &c, yaml.Strict()); err != nil {
-		return nil, yamlError(name, text, err)
+	// The first document is the config, as yaml.Unmarshal reads it.
+	if len(file.Docs) > 0 && file.Docs[0].Body != nil {
+		if err := yaml.NodeToValue(file.Docs[0].Body, &c, yaml.Strict()); err != nil {
+			return nil, yamlError(name, err)
+		}
 	}
 	c.SetDefaults()
 	if err := c.Validate(); err != nil {
-		return nil, locate(name, text, err)
+		return nil, locate(name, file, err)
 	}
 	return &c, nil
 }
 
-// yamlError turns a decoder error into file:line:col and the key.
-func yamlError(name string, text []byte, err error) error {
+// yamlError turns a parser or decoder error into file:line:col and a short
+// message. The type check has already named every key of the wrong kind, so
+// what reaches here is a syntax error or a value a key's own decoder refused
+// (a secret's file); its token is quoted short, as it may be anything.
+func yamlError(name string, err error) error {
 	var ye yaml.Error
 	if errors.As(err, &ye) && ye.GetToken() != nil {
 		tk := ye.GetToken()
 		msg := ye.GetMessage()
-		var unknown *yaml.UnknownFieldError
-		if errors.As(err, &unknown) {
-			msg = fmt.Sprintf("unknown key %q; check its spelling against configs/reference.yaml", tk.Value)
+		if strings.Contains(msg, "'\t'") {
+			msg = strings.ReplaceAll(msg, "\t", `\t`) + "; indent with spaces, not tabs"
 		}
-		return &ConfigError{File: name, Line: tk.Position.Line, Column: tk.Position.Column, Key: tk.Value, Msg: msg}
-	}
-	// Some conversions (durations) fail without a token; their message
-	// quotes the bad value, so find the line that holds it.
-	ce := &ConfigError{File: name, Msg: err.Error()}
-	if m := quoted.FindStringSubmatch(err.Error()); m != nil {
-		for i, line := range strings.Split(string(text), "\n") {
-			key, value, ok := strings.Cut(line, ":")
-			if ok && strings.Contains(value, m[1]) && !strings.HasPrefix(strings.TrimSpace(line), "#") {
-				ce.Line, ce.Column, ce.Key = i+1, len(key)-len(strings.TrimLeft(key, " -"))+1, strings.TrimSpace(strings.TrimLeft(key, " -"))
-				break
-			}
+		if v := strings.TrimSpace(tk.Value); v != "" {
+			msg += " (at " + confkey.Quote(v) + ")"
 		}
+		return &ConfigError{File: name, Line: tk.Position.Line, Column: tk.Position.Column, Msg: msg}
 	}
-	return ce
+	return &ConfigError{File: name, Msg: err.Error()}
 }
-
-var quoted = regexp.MustCompile(`"([^"]+)"`)
 
 // locate finds the line of the key a validation error names; when the key is
 // absent from the file (a missing value), it points at its nearest parent.
-func locate(name string, text []byte, err error) error {
+func locate(name string, file *ast.File, err error) error {
 	var k keyed
 	if !errors.As(err, &k) {
 		return &ConfigError{File: name, Msg: err.Error()}
 	}
 	ce := &ConfigError{File: name, Key: k.ConfigKey(), Msg: strings.TrimPrefix(k.Error(), k.ConfigKey()+": ")}
-	file, perr := parser.ParseBytes(text, 0)
-	if perr != nil {
-		return ce
-	}
 	for key := k.ConfigKey(); key != ""; key = parentKey(key) {
 		p, err := yaml.PathString("$." + key)
 		if err != nil {
@@ -512,12 +555,15 @@ var secretRef = regexp.MustCompile(`^\s*(?:-\s+)?(?:password|secret_access_key):
 
 // expandEnv replaces ${VAR} and ${VAR:-default} in the raw text ($$ is a
 // literal $). Expanding before parsing keeps line numbers and lets a variable
-// hold any YAML scalar; an unset variable without a default is an error, so a
-// missing secret fails at start instead of becoming an empty password. A
+// hold any YAML scalar. A variable without a default is required: unset or
+// empty, it is an error naming every such variable, so a missing bucket or
+// secret fails at start instead of becoming an empty value. A
 // secret key's ${VAR} becomes a quoted string, so a password with YAML in it
 // (`: `, ` #`, a leading @ or [) stays whole and never shows in a YAML error.
 func expandEnv(name string, raw []byte) ([]byte, error) {
-	var firstErr error
+	var missing *ConfigError // at the first unset variable
+	var first string
+	var others []string // the unset variables after the first, with their lines
 	lines := strings.Split(string(raw), "\n")
 	for i, line := range lines {
 		if strings.HasPrefix(strings.TrimSpace(line), "#") {
@@ -538,12 +584,22 @@ func expandEnv(name string, raw []byte) ([]byte, error) {
 			if sub[2] != "" {
 				return quote(sub[3])
 			}
-			if firstErr == nil {
-				firstErr = &ConfigError{File: name, Line: i + 1, Column: strings.Index(line, m) + 1, Key: m,
-					Msg: fmt.Sprintf("environment variable %s is not set; export it or write ${%s:-default}", sub[1], sub[1])}
+			if missing == nil {
+				missing = &ConfigError{File: name, Line: i + 1, Column: strings.Index(line, m) + 1, Key: m}
+				first = sub[1]
+			} else if v := fmt.Sprintf("%s (line %d)", sub[1], i+1); !slices.Contains(others, v) {
+				others = append(others, v)
 			}
 			return ""
 		})
 	}
-	return []byte(strings.Join(lines, "\n")), firstErr
+	if missing == nil {
+		return []byte(strings.Join(lines, "\n")), nil
+	}
+	if len(others) == 0 {
+		missing.Msg = fmt.Sprintf("environment variable %s is not set (or is empty); export it, or write ${%s:-default} if the value is optional", first, first)
+	} else {
+		missing.Msg = fmt.Sprintf("environment variables %s, %s are not set (or are empty); export them, or write ${NAME:-default} for a value that is optional", first, strings.Join(others, ", "))
+	}
+	return nil, missing
 }

@@ -41,7 +41,7 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 		{"unknown rack mode", minimalConfig + "rack:\n  mode: half\n", 11, "rack.mode", "aware, blind"},
 		{"blind with the rack-aware balancer", minimalConfig + "rack:\n  mode: blind\n  balancer: rack-aware\n", 12, "rack.balancer", "range or round-robin"},
 		{"type mismatch", minimalConfig + "batch:\n  max_rows: many\n", 11, "", "many"},
-		{"bad duration", minimalConfig + "batch:\n  max_age: soon\n", 11, "max_age", "invalid duration"},
+		{"bad duration", minimalConfig + "batch:\n  max_age: soon\n", 11, "batch.max_age", "expected a duration"},
 		{"unset env", strings.Replace(minimalConfig, "group: g", "group: ${LOGSTORE_TEST_UNSET_VAR}", 1), 4, "LOGSTORE_TEST_UNSET_VAR", "export it"},
 	}
 	for _, tt := range tests {

@@ -141,7 +141,7 @@ func (w *worker) run(ctx context.Context, pos position) error {
 		err = w.confirmPastTarget(ctx)
 	}
 	if err == nil {
-		err = w.loop(ctx)
+		err = w.restaging(ctx)
 	}
 	if err != nil && ctx.Err() != nil && !errors.As(err, new(errFatal)) {
 		return w.stop()
@@ -441,6 +441,9 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 			return err
 		}
 		if err := w.deliver(ctx, last); err != nil {
+			if errors.As(err, new(*sink.RestageError)) {
+				w.cut = last // the mark names this cut: the batch read again ends here
+			}
 			return err
 		}
 		if err := w.saveResume(ctx, last, false); err != nil {
@@ -642,13 +645,19 @@ func (w *worker) wait(ctx context.Context, n int) (int, error) {
 }
 
 // retry calls f with capped exponential backoff until it succeeds, ctx ends,
-// or the error is one retrying cannot fix; onRetry counts each new attempt.
+// or the error is one retrying cannot fix (a batch lost from the spool is
+// read again instead: restaging); onRetry counts each new attempt.
 func retry(ctx context.Context, log *slog.Logger, what string, onRetry func(), f func() error) error {
 	backoff := 250 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := f()
-		if err == nil || errors.Is(err, errFenced) || errors.As(err, new(errFatal)) || sink.AsRowErrors(err) != nil {
+		if err == nil || errors.Is(err, errFenced) || errors.As(err, new(errFatal)) || sink.AsRowErrors(err) != nil || errors.As(err, new(*sink.RestageError)) {
 			return err
+		}
+		if ctx.Err() != nil {
+			// The run is stopping (a signal, the shutdown timeout): the call
+			// ended with it, which is no failure to warn about or count.
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		log.Warn(what+" failed; retrying", "attempt", attempt, "backoff", backoff, "err", err)
 		onRetry()

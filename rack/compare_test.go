@@ -77,7 +77,7 @@ func (g *group) rebalance(topics []string, partitions []kafka.Partition) kafka.G
 // answers depend on member IDs (sorted by round-robin and range) and on map
 // order (rack affinity), so each row draws 200 sets of random member IDs:
 // shares and moves are means, spreads the worst seen. Run with -v for the
-// README tables.
+// tables in docs/zones.md.
 func TestCompareBalancers(t *testing.T) {
 	const trials = 200
 	// skewed: az-c's broker restarted and leads nothing until the next

@@ -71,8 +71,11 @@ spawn() {
 	local pidfile=$1 log=$2 tries=100
 	shift 2
 	rm -f "$pidfile"
+	# The service closes descriptors 3-9 it would inherit: a broker that a
+	# test restarts under `flock FILE go test …` kept the lock for as long
+	# as it ran, and every later test waited on it.
 	# shellcheck disable=SC2016 # $$ and $@ belong to the inner bash.
-	nohup setsid bash -c 'echo $$ >"$0" && exec "$@"' "$pidfile" "$@" \
+	nohup setsid bash -c 'echo $$ >"$0" && exec 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- "$@"' "$pidfile" "$@" \
 		>"$log" 2>&1 </dev/null &
 	while ((tries-- > 0)); do
 		[[ -s $pidfile ]] && return 0

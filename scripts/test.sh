@@ -9,10 +9,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/lib.sh"
 cd "$LOGSTORE_ROOT"
 
-# go.mod's toolchain line names the patched Go release to build and test
-# with; "auto" fetches it through the module proxy when the local go is
-# older (an explicit GOTOOLCHAIN in the environment still wins).
-export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
+# Tests run with the Go that `go build` uses here: GOTOOLCHAIN is yours
+# (environment or `go env -w`), and go.mod's go and toolchain lines decide as
+# they do for plain go (see the Makefile).
 
 bash "$here/setup.sh"
 # The tests call python3 for pyarrow, the independent Parquet reader.

@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -13,8 +14,10 @@ type DeadLetterRow struct {
 }
 
 // deadLetterSchema is fixed so that every _errors/ file reads the same:
-// reason, topic, partition, offset, timestamp (the record's, ms), key and
-// value (the record's bytes; null when the record had none).
+// reason, topic, partition, offset, timestamp (the record's, ms; null when
+// it had none or one outside MinTime..MaxTime), key and value (the
+// record's bytes; null when the record had none). Every column takes any
+// record, so a dead letter is always writable.
 var deadLetterSchema = &Schema{Fields: []Field{
 	{Name: "reason", Type: String, Required: true},
 	{Name: "topic", Type: String, Required: true},
@@ -37,8 +40,17 @@ func NewDeadLetterBatch(topic string, partition int, first, last int64, letters 
 	}
 	for i, d := range letters {
 		var ts, key, value any
-		if !d.Source.Timestamp.IsZero() {
-			ts = d.Source.Timestamp.UTC()
+		reason := d.Reason
+		if t := d.Source.Timestamp; !t.IsZero() {
+			// A dead letter must always be writable: a time the column
+			// cannot hold (a producer's microseconds sent as milliseconds)
+			// is null there, and its value is in the reason.
+			if TimeInRange(t) {
+				ts = t.UTC()
+			} else {
+				reason += fmt.Sprintf(" (the record's timestamp, %d ms since the epoch, is outside %s..%s; the timestamp column is null)",
+					t.UnixMilli(), MinTime.Format(time.DateOnly), MaxTime.Format(time.DateOnly))
+			}
 		}
 		if d.Source.Key != nil {
 			key = d.Source.Key
@@ -46,7 +58,7 @@ func NewDeadLetterBatch(topic string, partition int, first, last int64, letters 
 		if d.Source.Value != nil {
 			value = d.Source.Value
 		}
-		b.Rows[i] = Row{d.Reason, topic, int32(partition), d.Source.Offset, ts, key, value}
+		b.Rows[i] = Row{reason, topic, int32(partition), d.Source.Offset, ts, key, value}
 		b.Sources[i] = d.Source
 	}
 	return b

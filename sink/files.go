@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -57,7 +58,7 @@ type stagedBatch struct {
 	schema  *Schema
 	layout  rowFolders    // where each row goes: a *Layout, or dead letters' one folder
 	name    []byte        // the last row's folder
-	last    *stagedFolder // and its files
+	last    *stagedFolder // and its files; nil after a refused row, whose folder it would be
 	spare   []byte        // scratch for the next row's folder
 	folders map[string]*stagedFolder
 	rows    int  // rows taken so far
@@ -133,7 +134,7 @@ func newFilesOn(store Store, prefix string, cfg *FilesConfig) (*Files, error) {
 	}
 	return &Files{
 		store: store, prefix: prefix, cfg: cfg, spool: spool,
-		pages:  newPageSpill(cfg.SpoolDir, pageSpillAfter),
+		pages:  newPageSpill(spool, pageSpillAfter),
 		staged: map[stageKey]*stagedBatch{},
 	}, nil
 }
@@ -236,7 +237,10 @@ func (f *Files) open(b *Batch) (*stagedBatch, error) {
 // part of a folder once its file reaches max_file_bytes.
 func (f *Files) append(ctx context.Context, st *stagedBatch, b *Batch) error {
 	if b.Staged > st.rows {
-		return fmt.Errorf("files: %s/%d: batch from %d: %d rows staged, the spool has %d (staged elsewhere?)", b.Topic, b.Partition, b.First, b.Staged, st.rows)
+		// Rows staged before are not here: the spool lost them, or the
+		// batch was given up (Discard).
+		return &RestageError{Topic: b.Topic, Partition: b.Partition, First: b.First,
+			Err: fmt.Errorf("files: %s/%d: batch from %d: %d rows staged, the spool has %d", b.Topic, b.Partition, b.First, b.Staged, st.rows)}
 	}
 	for i := st.rows - b.Staged; i < len(b.Rows); i++ {
 		r := b.Rows[i]
@@ -261,7 +265,7 @@ func (f *Files) append(ctx context.Context, st *stagedBatch, b *Batch) error {
 		}
 		if fo.pw != nil && fo.rows > 0 && fo.pw.Size() >= f.cfg.MaxFileBytes {
 			if err := fo.close(); err != nil {
-				return err
+				return f.lost(st, b, err)
 			}
 		}
 		if fo.pw == nil {
@@ -277,6 +281,12 @@ func (f *Files) append(ctx context.Context, st *stagedBatch, b *Batch) error {
 			fo.open, fo.pw, fo.rows = sf, pw, 0
 		}
 		if err := fo.pw.writeRow(r, b.ValidText); err != nil {
+			if !errors.As(err, new(*valueError)) {
+				return f.lost(st, b, err)
+			}
+			// The next row is placed afresh: it is compared with this one
+			// (SameFolder), and this one's folder holds none of it.
+			st.last = nil
 			return &RowError{Topic: b.Topic, Partition: b.Partition, Index: i, Offset: sourceOffset(b, i), Err: err}
 		}
 		fo.rows++
@@ -295,7 +305,7 @@ func (f *Files) seal(ctx context.Context, st *stagedBatch, b *Batch) error {
 	}
 	for _, fo := range st.folders {
 		if err := fo.close(); err != nil {
-			return err
+			return f.lost(st, b, err)
 		}
 	}
 	st.sealed = true
@@ -319,23 +329,56 @@ func (f *Files) upload(ctx context.Context, st *stagedBatch, b *Batch) error {
 }
 
 // close finishes the open file (its last row group and footer) and keeps it
-// as the folder's next part.
+// as the folder's next part. A file that cannot be finished is removed:
+// its rows are lost with it (Files.lost).
 func (fo *stagedFolder) close() error {
 	if fo.pw == nil {
 		return nil
 	}
 	pw, sf := fo.pw, fo.open
 	fo.pw, fo.open = nil, nil
-	if err := pw.Close(); err != nil {
+	if fo.rows == 0 { // only refused rows came here
+		pw.abandon()
 		sf.Remove()
-		return fmt.Errorf("%s: %w", sf.Name(), err)
+		return nil
+	}
+	if err := pw.Close(); err != nil {
+		name := sf.Name()
+		pw.abandon()
+		sf.Remove()
+		return fmt.Errorf("closing %s: %w", name, err)
 	}
 	fo.parts = append(fo.parts, sf)
 	return nil
 }
 
+// lost drops the staged batch st after its spool failed: a half-written
+// file can be neither finished nor trusted, and every file of the batch
+// goes with it. A call that holds all of the batch's rows (nothing was
+// staged before it) rebuilds it when it is retried; otherwise the rows
+// staged earlier are gone and the caller must read the batch again
+// (RestageError).
+func (f *Files) lost(st *stagedBatch, b *Batch, err error) error {
+	k := stageKey{b.Topic, b.Partition, b.Prefix}
+	f.mu.Lock()
+	if f.staged[k] == st {
+		delete(f.staged, k)
+	}
+	f.mu.Unlock()
+	st.remove()
+	err = fmt.Errorf("files: %s/%d: batch from %d: the spool folder could not be written (free space in sinks.files.spool_dir): %w", b.Topic, b.Partition, b.First, err)
+	if b.Staged == 0 {
+		return err
+	}
+	return &RestageError{Topic: b.Topic, Partition: b.Partition, First: b.First, Err: err}
+}
+
 func (st *stagedBatch) remove() {
 	for _, fo := range st.folders {
+		if fo.pw != nil {
+			fo.pw.abandon()
+			fo.pw = nil
+		}
 		if fo.open != nil {
 			fo.open.Remove()
 		}
@@ -347,8 +390,9 @@ func (st *stagedBatch) remove() {
 }
 
 // RowError is a row the Parquet writer refused: a value whose Go type does
-// not match its column, or a null in a required column. Retrying cannot
-// help; the row's record belongs in the dead letters.
+// not match its column, a null in a required column, a time outside
+// MinTime..MaxTime. Retrying cannot help; the row's record belongs in the
+// dead letters. A spool that cannot be written is never a RowError.
 type RowError struct {
 	Topic     string
 	Partition int

@@ -18,13 +18,13 @@ import (
 // file in the spool folder: a row group of any size costs at most
 // spillAfter bytes per column, and small files never touch the disk twice.
 type pageSpill struct {
-	dir        string
+	spool      *Spool
 	spillAfter int
 	mem        sync.Pool // *[]byte of cap spillAfter, reused between chunks
 }
 
-func newPageSpill(dir string, spillAfter int) *pageSpill {
-	return &pageSpill{dir: dir, spillAfter: spillAfter}
+func newPageSpill(spool *Spool, spillAfter int) *pageSpill {
+	return &pageSpill{spool: spool, spillAfter: spillAfter}
 }
 
 func (p *pageSpill) GetBuffer() io.ReadWriteSeeker {
@@ -68,6 +68,9 @@ func (b *spillBuffer) Write(p []byte) (int, error) {
 		}
 	}
 	if b.file != nil {
+		if err := b.pool.spool.check(len(p)); err != nil {
+			return 0, fmt.Errorf("spool: %w", err)
+		}
 		return b.file.Write(p)
 	}
 	if end := b.off + len(p); end > len(b.mem) {
@@ -80,11 +83,15 @@ func (b *spillBuffer) Write(p []byte) (int, error) {
 }
 
 func (b *spillBuffer) spill() error {
-	f, err := os.CreateTemp(b.pool.dir, spoolPrefix+"pages-*"+spoolSuffix)
+	f, err := os.CreateTemp(b.pool.spool.dir, spoolPrefix+"pages-*"+spoolSuffix)
 	if err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
-	if _, err := f.Write(b.mem); err != nil {
+	err = b.pool.spool.check(len(b.mem))
+	if err == nil {
+		_, err = f.Write(b.mem)
+	}
+	if err != nil {
 		f.Close()
 		os.Remove(f.Name())
 		return fmt.Errorf("spool: %w", err)

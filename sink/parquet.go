@@ -292,15 +292,26 @@ var (
 	sharedCodecs   = map[codecKey]compress.Codec{}
 )
 
-// WriteRow appends one row. The error names the column whose value does not
-// fit its type (or is null in a required column); the file stays usable.
+// WriteRow appends one row. A row the format cannot hold (a value that
+// does not fit its column's type, a null in a required column) is refused
+// and the file stays usable; any other error is the output failing (a
+// full disk), and the file is lost.
 func (pw *ParquetWriter) WriteRow(r Row) error { return pw.writeRow(r, false) }
+
+// valueError is a row the Parquet format cannot hold: a value whose Go
+// type does not match its column, a null in a required column, an instant
+// outside MinTime..MaxTime. Writing it again can never succeed; every
+// other error of writeRow is the file's output failing.
+type valueError struct{ err error }
+
+func (e *valueError) Error() string { return e.err.Error() }
+func (e *valueError) Unwrap() error { return e.err }
 
 // writeRow is WriteRow; validText says every string in r is valid UTF-8
 // already (Batch.ValidText), so it is not checked again.
 func (pw *ParquetWriter) writeRow(r Row, validText bool) error {
 	if len(r) != len(pw.cols) {
-		return fmt.Errorf("parquet: row has %d values, the schema %d columns", len(r), len(pw.cols))
+		return &valueError{fmt.Errorf("parquet: row has %d values, the schema %d columns", len(r), len(pw.cols))}
 	}
 	for i, vals := range pw.pending {
 		pw.mark[i] = len(vals)
@@ -314,7 +325,7 @@ func (pw *ParquetWriter) writeRow(r Row, validText bool) error {
 				pw.pending[j] = pw.pending[j][:n]
 			}
 			pw.pendingBytes = bytes
-			return fmt.Errorf("parquet: column %q (%s): %w", c.field.Name, c.field.Type, err)
+			return &valueError{fmt.Errorf("parquet: column %q (%s): %w", c.field.Name, c.field.Type, err)}
 		}
 	}
 	pw.pendingRows++
@@ -386,6 +397,11 @@ func (pw *ParquetWriter) Close() error {
 	}
 	return nil
 }
+
+// abandon drops the file unfinished: the encoded pages it keeps, in memory
+// or spilled to the spool folder, go back now, not when the writer is
+// collected (spilled pages are files that would fill the disk meanwhile).
+func (pw *ParquetWriter) abandon() { pw.w.Reset(io.Discard) }
 
 // appendValue adds one column's value of a row to its leaf columns. It
 // asserts the one Go type the column's type holds (goTypes), so a row

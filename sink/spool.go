@@ -19,6 +19,10 @@ const (
 // memory holds one row group per open file, not the whole file.
 type Spool struct {
 	dir string
+	// fault, when set, is asked before every write to the folder's files
+	// (spool files and spilled pages) and fails the write with its error:
+	// the disk-full tests stand in for a full or failing disk with it.
+	fault func(n int) error
 }
 
 // newSpool makes dir if needed and deletes spool files a crashed run left
@@ -60,16 +64,28 @@ func (s *Spool) Create() (*SpoolFile, error) {
 		os.Remove(f.Name())
 		return nil, fmt.Errorf("spool: locking %s: %w", f.Name(), err)
 	}
-	return &SpoolFile{f: f}, nil
+	return &SpoolFile{f: f, spool: s}, nil
+}
+
+// check is the fault a test put in place of the disk, if any.
+func (s *Spool) check(n int) error {
+	if s.fault == nil {
+		return nil
+	}
+	return s.fault(n)
 }
 
 // SpoolFile is written once, then read by the upload, then removed.
 type SpoolFile struct {
-	f    *os.File
-	size int64
+	f     *os.File
+	spool *Spool
+	size  int64
 }
 
 func (s *SpoolFile) Write(p []byte) (int, error) {
+	if err := s.spool.check(len(p)); err != nil {
+		return 0, fmt.Errorf("spool %s: %w", s.f.Name(), err)
+	}
 	n, err := s.f.Write(p)
 	s.size += int64(n)
 	if err != nil {

@@ -254,7 +254,7 @@ func (s *S3Store) putMultipart(ctx context.Context, key string, body io.ReaderAt
 	}
 	// Parts of an abandoned upload are billed until aborted; abort even when
 	// ctx is done. A failed abort is left to the bucket's lifecycle rule
-	// (AbortIncompleteMultipartUpload), which the README recommends.
+	// (AbortIncompleteMultipartUpload), which docs/eks.md recommends.
 	abortCtx, stop := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer stop()
 	s.client.AbortMultipartUpload(abortCtx, &s3.AbortMultipartUploadInput{

@@ -12,19 +12,6 @@ import (
 
 func init() {
 	register("check", "validate a config and print it with defaults applied and secrets redacted", runCheck)
-	register("version", "print the version", runVersion)
-}
-
-// version is set by the build (-ldflags "-X main.version=...").
-var version = "dev"
-
-func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("version", "", stderr)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "logstore %s\n", version)
-	return nil
 }
 
 func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) error {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -88,6 +90,12 @@ func TestExitCodes(t *testing.T) {
 		{"check without a file", []string{"check"}, exitUsage, "", "check needs -c FILE"},
 		{"missing config file", []string{"check", "-c", "no-such.yaml"}, exitUsage, "", "no-such.yaml"},
 		{"stray argument", []string{"version", "extra"}, exitUsage, "", `unexpected argument "extra"`},
+		{"--version", []string{"--version"}, exitOK, runtime.Version(), ""},
+		{"-v", []string{"-v"}, exitOK, runtime.Version(), ""},
+		// A file named on the command line that is not there is a usage
+		// error, as a missing config file is.
+		{"replay of a missing input", []string{"replay", "-c", "../../configs/local.yaml", "--input", "/nonexistent"}, exitUsage, "", "/nonexistent"},
+		{"run --from in words", []string{"run", "-c", "../../configs/local.yaml", "--from", "yesterday", "--to", "2026-11-29T08:00:00Z"}, exitUsage, "", `--from "yesterday" is not an RFC 3339 time such as 2026-11-29T07:00:00Z`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -222,5 +230,69 @@ dead_letter: {on_error: skip}
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("took %s, more than the default rack.budget", d)
+	}
+}
+
+// TestRackPrintsItsTraceOnce: the trace was printed as a table and again
+// inside a ~1 KB WARN line; the warning's advice is kept, once.
+func TestRackPrintsItsTraceOnce(t *testing.T) {
+	t.Setenv("LOGSTORE_RACK", "")
+	cfg := filepath.Join(t.TempDir(), "env-only.yaml")
+	text := fmt.Sprintf(`kafka: {brokers: ["127.0.0.1:9"], topics: [logs], group: g}
+rack: {providers: [static, env]}
+sinks: {files: {url: %q}}
+dead_letter: {on_error: skip}
+`, t.TempDir())
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "rack", "-c", cfg, "--broker-racks", "az-a,az-b")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	all := stdout + stderr
+	for _, once := range []string{"LOGSTORE_RACK is not set", "rack.static is not set", "set rack.static or LOGSTORE_RACK"} {
+		if n := strings.Count(all, once); n != 1 {
+			t.Errorf("%q printed %d times, want once:\n%s", once, n, all)
+		}
+	}
+}
+
+func TestTimeFlagsShowNoGoLayout(t *testing.T) {
+	for _, flag := range []string{"--from", "--to"} {
+		args := []string{"run", "-c", "../../configs/local.yaml", "--from", "2026-11-29T07:00:00Z", "--to", "2026-11-29T08:00:00Z"}
+		args[slices.Index(args, flag)+1] = "yesterday"
+		code, _, stderr := runCLI(t, args...)
+		if code != exitUsage || strings.Contains(stderr, "2006") || strings.Contains(stderr, "parsing time") {
+			t.Errorf("%s yesterday: exit %d, want %d and no Go time layout:\n%s", flag, code, exitUsage, stderr)
+		}
+	}
+}
+
+func TestVersionShowsModuleCommitAndGo(t *testing.T) {
+	bi := &debug.BuildInfo{
+		GoVersion: "go1.26.11",
+		Main:      debug.Module{Path: "github.com/logstore/logstore", Version: "v0.4.0"},
+		Settings: []debug.BuildSetting{
+			{Key: "GOOS", Value: "linux"}, {Key: "GOARCH", Value: "arm64"},
+			{Key: "vcs.revision", Value: "4e30bdd0c8a1f2e3d4c5b6a79881726354453627"},
+			{Key: "vcs.time", Value: "2026-12-02T05:44:00Z"},
+			{Key: "vcs.modified", Value: "true"},
+		},
+	}
+	got := versionText("dev", bi)
+	for _, want := range []string{"logstore v0.4.0", "github.com/logstore/logstore", "4e30bdd0c8a1f2e3d4c5b6a79881726354453627", "2026-12-02T05:44:00Z", "uncommitted changes", "go1.26.11 linux/arm64"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("version does not say %q:\n%s", want, got)
+		}
+	}
+	// A version stamped by the build (-X main.version, the Dockerfile's
+	// VERSION) wins over the module's.
+	if got := versionText("1.2.3", bi); !strings.Contains(got, "logstore 1.2.3") {
+		t.Errorf("stamped version not shown:\n%s", got)
+	}
+	// A test binary has no VCS stamp: say so rather than print nothing.
+	if got := versionText("dev", &debug.BuildInfo{GoVersion: "go1.26.11"}); !strings.Contains(got, "commit    unknown") {
+		t.Errorf("no commit line:\n%s", got)
 	}
 }

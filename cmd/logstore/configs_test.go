@@ -16,27 +16,42 @@ const referencePath = "../../configs/reference.yaml"
 
 func TestShippedConfigsPassCheck(t *testing.T) {
 	tests := []struct {
-		file string
-		env  map[string]string // set, then checked in the effective config
-		want []string
+		file     string
+		env      map[string]string // set, then checked in the effective config
+		want     []string
+		required []string // of env: without them check fails naming each
 	}{
 		{"reference.yaml", map[string]string{"KAFKA_PASSWORD": "hunter2"},
-			[]string{"password: <redacted>"}},
+			[]string{"password: <redacted>"}, nil},
 		{"local.yaml", map[string]string{"LOGSTORE_RACK": "az-c", "LOGSTORE_OUTPUT": "s3://logstore/raw", "AWS_ENDPOINT_URL_S3": "http://127.0.0.1:7071"},
-			[]string{"static: az-c", "url: s3://logstore/raw", "endpoint: http://127.0.0.1:7071"}},
+			[]string{"static: az-c", "url: s3://logstore/raw", "endpoint: http://127.0.0.1:7071"}, nil},
 		{"emr-eks.yaml", map[string]string{"MSK_BOOTSTRAP": "b-1.x:9098,b-2.x:9098", "LOGSTORE_BUCKET": "prod-logs", "LOGSTORE_KMS_KEY": "alias/logs", "AWS_REGION": "eu-west-1"},
-			[]string{"- b-2.x:9098", "url: s3://prod-logs/raw/logs", "kms_key_id: alias/logs", "region: eu-west-1", "mechanism: aws-msk-iam"}},
+			[]string{"- b-2.x:9098", "url: s3://prod-logs/raw/logs", "kms_key_id: alias/logs", "region: eu-west-1", "mechanism: aws-msk-iam"},
+			[]string{"MSK_BOOTSTRAP", "LOGSTORE_BUCKET", "AWS_REGION"}},
 	}
 	for _, tt := range tests {
 		path := "../../configs/" + tt.file
 		// Without the variables every ${VAR:-default} takes its default (an
-		// empty variable counts as unset); with them, the values show.
+		// empty variable counts as unset) and a required ${VAR} fails the
+		// check, naming it; with them, the values show.
 		t.Run(tt.file+"/defaults", func(t *testing.T) {
 			for k := range tt.env {
 				t.Setenv(k, "")
 			}
-			if code, _, stderr := runCLI(t, "check", "-c", path); code != exitOK {
-				t.Fatalf("logstore check -c %s: exit %d\n%s", path, code, stderr)
+			code, _, stderr := runCLI(t, "check", "-c", path)
+			if len(tt.required) == 0 {
+				if code != exitOK {
+					t.Fatalf("logstore check -c %s: exit %d\n%s", path, code, stderr)
+				}
+				return
+			}
+			if code != exitUsage {
+				t.Fatalf("logstore check -c %s without %v: exit %d, want %d\n%s", path, tt.required, code, exitUsage, stderr)
+			}
+			for _, v := range tt.required {
+				if !strings.Contains(stderr, v) {
+					t.Errorf("the error does not name %s:\n%s", v, stderr)
+				}
 			}
 		})
 		t.Run(tt.file+"/env", func(t *testing.T) {

@@ -17,8 +17,12 @@ func newLogger(c pipeline.LogConfig, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.Level))
 	opts := &slog.HandlerOptions{Level: level}
+	text := logsText(c.Format, w)
+	if line, ok := terminalLine(w); ok {
+		w = line // a log line first clears a bounded run's live progress line
+	}
 	var log *slog.Logger
-	if logsText(c.Format, w) {
+	if text {
 		log = slog.New(slog.NewTextHandler(w, opts))
 	} else {
 		log = slog.New(slog.NewJSONHandler(w, opts))

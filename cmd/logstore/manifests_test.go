@@ -11,8 +11,10 @@ import (
 	"maps"
 	"net"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,7 +43,15 @@ import (
 // config as the pods load it from the ConfigMap. No cluster is needed.
 
 const (
-	k8sDir = "../../configs/k8s"
+	k8sDir = "../../configs/k8s/base"
+	// overlayDir is the example overlay: the image, the job's environment
+	// (envFile, the ConfigMap envName) and the IRSA role.
+	overlayDir = "../../configs/k8s/overlays/example"
+	envFile    = overlayDir + "/job.env"
+	envName    = "logstore-env"
+	// topicPartitions is the partitions of `logs` the manifests are sized
+	// for (keda.yaml's maxReplicaCount: one member per partition at most).
+	topicPartitions = 12
 	// zones is how many zones the manifests spread over (three in every
 	// AWS region logstore targets, and in the local racks az-a..az-c).
 	zones    = 3
@@ -55,7 +65,7 @@ const (
 `
 )
 
-var update = flag.Bool("update", false, "rewrite configs/k8s/configmap.yaml from configs/emr-eks.yaml")
+var update = flag.Bool("update", false, "rewrite configs/k8s/base/configmap.yaml from configs/emr-eks.yaml")
 
 // kinds maps apiVersion/kind to the Go type a document must decode into.
 var kinds = map[string]func() any{
@@ -65,6 +75,8 @@ var kinds = map[string]func() any{
 	"apps/v1/Deployment": func() any {
 		return new(appsv1.Deployment)
 	},
+	"apps/v1/StatefulSet":                             func() any { return new(appsv1.StatefulSet) },
+	"monitoring.coreos.com/v1/PodMonitor":             func() any { return new(podMonitor) },
 	"batch/v1/Job":                                    func() any { return new(batchv1.Job) },
 	"batch/v1/CronJob":                                func() any { return new(batchv1.CronJob) },
 	"policy/v1/PodDisruptionBudget":                   func() any { return new(policyv1.PodDisruptionBudget) },
@@ -143,11 +155,55 @@ type triggerAuthentication struct {
 var kafkaTriggerKeys = []string{"bootstrapServers", "consumerGroup", "topic", "lagThreshold",
 	"activationLagThreshold", "offsetResetPolicy", "allowIdleConsumers", "scaleToZeroOnInvalidOffset",
 	"excludePersistentLag", "limitToPartitionsWithLag", "ensureEvenDistributionOfPartitions", "version",
-	"partitionLimitation", "sasl", "saslTokenProvider", "tls", "unsafeSsl", "awsRegion"}
+	"partitionLimitation", "sasl", "saslTokenProvider", "tls", "unsafeSsl", "awsRegion",
+	"bootstrapServersFromEnv", "consumerGroupFromEnv", "topicFromEnv"}
 
 type kustomization struct {
 	metav1.TypeMeta `json:",inline"`
 	Resources       []string `json:"resources"`
+	Images          []struct {
+		Name    string `json:"name"`
+		NewName string `json:"newName,omitempty"`
+		NewTag  string `json:"newTag,omitempty"`
+	} `json:"images,omitempty"`
+	ConfigMapGenerator []struct {
+		Name      string   `json:"name"`
+		Namespace string   `json:"namespace,omitempty"`
+		Envs      []string `json:"envs,omitempty"`
+		Options   *struct {
+			DisableNameSuffixHash bool `json:"disableNameSuffixHash,omitempty"`
+		} `json:"options,omitempty"`
+	} `json:"configMapGenerator,omitempty"`
+	Patches []kustomizePatch `json:"patches,omitempty"`
+}
+
+type kustomizePatch struct {
+	Target *struct {
+		Kind string `json:"kind,omitempty"`
+		Name string `json:"name,omitempty"`
+	} `json:"target,omitempty"`
+	Patch string `json:"patch,omitempty"`
+}
+
+// podMonitor is the Prometheus Operator's PodMonitor, the fields these
+// manifests may use (monitoring.coreos.com/v1 API reference).
+type podMonitor struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		Selector          metav1.LabelSelector `json:"selector"`
+		NamespaceSelector *struct {
+			Any        bool     `json:"any,omitempty"`
+			MatchNames []string `json:"matchNames,omitempty"`
+		} `json:"namespaceSelector,omitempty"`
+		PodMetricsEndpoints []struct {
+			Port          string `json:"port,omitempty"`
+			Path          string `json:"path,omitempty"`
+			Scheme        string `json:"scheme,omitempty"`
+			Interval      string `json:"interval,omitempty"`
+			ScrapeTimeout string `json:"scrapeTimeout,omitempty"`
+		} `json:"podMetricsEndpoints"`
+	} `json:"spec"`
 }
 
 // manifest is one document of a file under configs/k8s.
@@ -244,7 +300,7 @@ func objectsOf[T any](ms []manifest) []*T {
 	return out
 }
 
-// TestManifestsDecodeStrictly: every document under configs/k8s is a known
+// TestManifestsDecodeStrictly: every document under configs/k8s/base is a known
 // kind and decodes into its API type with no unknown field, and the decoder
 // does reject a misspelt field (so the check can fail).
 func TestManifestsDecodeStrictly(t *testing.T) {
@@ -254,9 +310,10 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 		seen[m.kind[strings.LastIndex(m.kind, "/")+1:]] = true
 	}
 	for _, want := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap",
-		"Deployment", "Job", "CronJob", "PodDisruptionBudget", "ScaledObject", "TriggerAuthentication", "Kustomization"} {
+		"Deployment", "StatefulSet", "Job", "CronJob", "PodDisruptionBudget", "ScaledObject", "TriggerAuthentication",
+		"PodMonitor", "Kustomization"} {
 		if !seen[want] {
-			t.Errorf("no %s under configs/k8s", want)
+			t.Errorf("no %s under configs/k8s/base", want)
 		}
 	}
 	raw, err := os.ReadFile(filepath.Join(k8sDir, "deployment.yaml"))
@@ -346,11 +403,18 @@ func workloadsOf(t *testing.T, ms []manifest) []workload {
 	for _, j := range objectsOf[batchv1.Job](ms) {
 		ws = append(ws, workload{"Job " + j.Name, j.Namespace, j.Spec.Template})
 	}
+	for _, s := range objectsOf[appsv1.StatefulSet](ms) {
+		sel, err := metav1.LabelSelectorAsSelector(s.Spec.Selector)
+		if err != nil || !sel.Matches(labels.Set(s.Spec.Template.Labels)) {
+			t.Errorf("StatefulSet %s: selector %v does not select its own pods (%v)", s.Name, s.Spec.Selector, err)
+		}
+		ws = append(ws, workload{"StatefulSet " + s.Name, s.Namespace, s.Spec.Template})
+	}
 	for _, c := range objectsOf[batchv1.CronJob](ms) {
 		ws = append(ws, workload{"CronJob " + c.Name, c.Namespace, c.Spec.JobTemplate.Spec.Template})
 	}
-	if len(ws) != 3 {
-		t.Errorf("%d workloads, want the Deployment, the Job and the CronJob", len(ws))
+	if len(ws) != 4 {
+		t.Errorf("%d workloads, want the Deployment, the StatefulSet, the Job and the CronJob", len(ws))
 	}
 	return ws
 }
@@ -385,6 +449,14 @@ func podConfig(t *testing.T, ms []manifest, w workload, c corev1.Container) *pip
 		data, ok := cm.Data[path.Base(file)]
 		if !ok {
 			t.Fatalf("%s: ConfigMap %s has no key %s", w.name, cm.Name, path.Base(file))
+		}
+		for _, from := range c.EnvFrom {
+			if from.ConfigMapRef == nil || from.ConfigMapRef.Name != envName {
+				t.Fatalf("%s: envFrom %+v; want the ConfigMap %s the overlay makes", w.name, from, envName)
+			}
+			for k, v := range overlayEnv(t) {
+				t.Setenv(k, v)
+			}
 		}
 		for _, e := range c.Env {
 			if e.ValueFrom == nil {
@@ -514,9 +586,20 @@ func TestManifestWorkloads(t *testing.T) {
 				t.Errorf("container securityContext %+v: want readOnlyRootFilesystem, no privilege escalation, capabilities drop ALL", csc)
 			}
 			if cfg.Sinks.Files != nil {
-				if v := mountOf(spec, c, cfg.Sinks.Files.SpoolDir); v == nil || v.EmptyDir == nil {
+				v := mountOf(spec, c, cfg.Sinks.Files.SpoolDir)
+				if v == nil || v.EmptyDir == nil {
 					t.Errorf("sinks.files.spool_dir %s is not an emptyDir mount (the root filesystem is read-only)", cfg.Sinks.Files.SpoolDir)
+				} else {
+					checkSpoolSize(t, cfg, v.EmptyDir, c.Resources)
 				}
+			}
+
+			// Static membership only where pod names are stable.
+			podName := slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+				return e.Name == "POD_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name"
+			})
+			if stateful := strings.HasPrefix(w.name, "StatefulSet "); podName != stateful {
+				t.Errorf("POD_NAME (the static member id) set: %v; want it in the StatefulSet only: a Deployment's pods are renamed on every rollout", podName)
 			}
 
 			// Where the rack providers look.
@@ -613,9 +696,12 @@ func TestManifestRBAC(t *testing.T) {
 			t.Errorf("%s runs as %s, which no binding lets read its node", w.name, sa)
 		}
 	}
+	overlay := loadOverlay(t)
 	for _, sa := range objectsOf[corev1.ServiceAccount](ms) {
-		if sa.Annotations["eks.amazonaws.com/role-arn"] == "" {
-			t.Errorf("ServiceAccount %s has no IRSA role annotation (eks.amazonaws.com/role-arn)", sa.Name)
+		if !slices.ContainsFunc(overlay.Patches, func(p kustomizePatch) bool {
+			return p.Target != nil && p.Target.Kind == "ServiceAccount" && p.Target.Name == sa.Name && strings.Contains(p.Patch, "eks.amazonaws.com/role-arn")
+		}) {
+			t.Errorf("the overlay gives ServiceAccount %s no IRSA role annotation (eks.amazonaws.com/role-arn)", sa.Name)
 		}
 	}
 }
@@ -654,7 +740,7 @@ func TestManifestScaling(t *testing.T) {
 		t.Errorf("maxReplicaCount %v: want a multiple of the zones (%d)", so.Spec.MaxReplicaCount, zones)
 	}
 	if a := so.Spec.Advanced; a == nil || a.HorizontalPodAutoscalerConfig == nil || a.HorizontalPodAutoscalerConfig.Behavior == nil {
-		t.Error("no HPA behavior: the HPA would add and remove pods one by one, unevenly over the zones")
+		t.Error("no HPA behavior: each scaling step would be as large as the lag asks, and each is a rebalance")
 	} else {
 		b := a.HorizontalPodAutoscalerConfig.Behavior
 		for _, rules := range []*autoscalingv2.HPAScalingRules{b.ScaleUp, b.ScaleDown} {
@@ -663,8 +749,8 @@ func TestManifestScaling(t *testing.T) {
 				continue
 			}
 			for _, p := range rules.Policies {
-				if p.Type != autoscalingv2.PodsScalingPolicy || p.Value%zones != 0 {
-					t.Errorf("HPA policy %+v: want type Pods, a multiple of %d", p, zones)
+				if p.Type != autoscalingv2.PodsScalingPolicy || p.Value > zones {
+					t.Errorf("HPA policy %+v: want type Pods, at most %d a period", p, zones)
 				}
 			}
 		}
@@ -686,7 +772,11 @@ func TestManifestScaling(t *testing.T) {
 		if tp := tr.Metadata["topic"]; !slices.Contains(cfg.Kafka.Topics, tp) {
 			t.Errorf("trigger reads topic %q; the pods read %v", tp, cfg.Kafka.Topics)
 		}
-		if b := tr.Metadata["bootstrapServers"]; b != strings.Join(cfg.Kafka.Brokers, ",") {
+		b := tr.Metadata["bootstrapServers"]
+		if v, ok := tr.Metadata["bootstrapServersFromEnv"]; ok {
+			b = overlayEnv(t)[v]
+		}
+		if b != strings.Join(cfg.Kafka.Brokers, ",") {
 			t.Errorf("trigger bootstrapServers %q; the pods use %v", b, cfg.Kafka.Brokers)
 		}
 		if cfg.Kafka.SASL.Mechanism == "aws-msk-iam" && (tr.Metadata["saslTokenProvider"] != "aws_msk_iam" || tr.Metadata["tls"] != "enable") {
@@ -700,9 +790,12 @@ func TestManifestScaling(t *testing.T) {
 	}
 }
 
+// eksDoc is the page on running on EKS, whose IAM table names every action.
+const eksDoc = "../../docs/eks.md"
+
 // TestIAMPolicyCoversTheJob: configs/iam-policy.json grants every action
 // the job of configs/emr-eks.yaml needs, on that job's topics, group, bucket
-// prefix and key; the config's header and the README name the same actions.
+// prefix and key; the config's header and docs/eks.md name the same actions.
 func TestIAMPolicyCoversTheJob(t *testing.T) {
 	raw, err := os.ReadFile("../../configs/iam-policy.json")
 	if err != nil {
@@ -726,8 +819,8 @@ func TestIAMPolicyCoversTheJob(t *testing.T) {
 			}
 		}
 	}
-	for _, v := range []string{"MSK_BOOTSTRAP", "LOGSTORE_BUCKET", "LOGSTORE_KMS_KEY", "AWS_REGION"} {
-		t.Setenv(v, "")
+	for k, v := range overlayEnv(t) {
+		t.Setenv(k, v)
 	}
 	cfg, err := pipeline.Load(emrEKS)
 	if err != nil {
@@ -759,11 +852,11 @@ func TestIAMPolicyCoversTheJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../../README.md")
+	doc, err := os.ReadFile(eksDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, eks, _ := strings.Cut(string(readme), "## Running on EKS")
+	eks := string(doc)
 	for _, n := range needs {
 		for _, a := range n.actions {
 			if !slices.ContainsFunc(slices.Collect(maps.Keys(granted)), func(g string) bool {
@@ -779,7 +872,7 @@ func TestIAMPolicyCoversTheJob(t *testing.T) {
 				t.Errorf("configs/emr-eks.yaml's header does not name %s", a)
 			}
 			if !strings.Contains(eks, a) {
-				t.Errorf("README's Running on EKS does not name %s", a)
+				t.Errorf("%s does not name %s", eksDoc, a)
 			}
 		}
 	}
@@ -802,4 +895,232 @@ func (s *stringOrList) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	return json.Unmarshal(b, (*[]string)(s))
+}
+
+// overlayEnv is the example overlay's job.env: the variables every logstore
+// container gets from the ConfigMap logstore-env.
+func overlayEnv(t *testing.T) map[string]string {
+	t.Helper()
+	raw, err := os.ReadFile(envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			t.Fatalf("%s: %q is not NAME=value", envFile, line)
+		}
+		env[k] = v
+	}
+	return env
+}
+
+func loadOverlay(t *testing.T) *kustomization {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(overlayDir, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, obj, err := decodeManifest(raw)
+	if err != nil {
+		t.Fatalf("%s/kustomization.yaml: %v", overlayDir, err)
+	}
+	k, ok := obj.(*kustomization)
+	if !ok {
+		t.Fatalf("%s/kustomization.yaml is no Kustomization", overlayDir)
+	}
+	return k
+}
+
+// checkSpoolSize: the spool emptyDir holds the spool's worst case, a batch
+// cut at target_file_bytes in every partition the pod owns: partitions x
+// folders a batch writes (2: dt/hour at the hour) x (target_file_bytes +
+// row_group_bytes, the pages of the row group being written, spilled).
+// The request covers a pod that owns the partitions of one pod away, the
+// limit a pod that owns them all; a pod over its sizeLimit is evicted.
+func checkSpoolSize(t *testing.T, cfg *pipeline.Config, dir *corev1.EmptyDirVolumeSource, res corev1.ResourceRequirements) {
+	t.Helper()
+	const folders = 2
+	perFile := cfg.Sinks.Files.TargetFileBytes + cfg.Sinks.Files.Parquet.RowGroupBytes
+	worst := func(partitions int) *resource.Quantity {
+		return resource.NewQuantity(int64(partitions*folders)*perFile, resource.BinarySI)
+	}
+	if all := worst(topicPartitions); dir.SizeLimit == nil || dir.SizeLimit.Cmp(*all) < 0 {
+		t.Errorf("spool sizeLimit %v is below the worst case of one pod owning all %d partitions: %s", dir.SizeLimit, topicPartitions, all)
+	}
+	req, ok := res.Requests[corev1.ResourceEphemeralStorage]
+	oneAway := worst((topicPartitions + zones - 2) / (zones - 1))
+	if !ok || req.Cmp(*oneAway) < 0 {
+		t.Errorf("ephemeral-storage request %s is below the spool's worst case with one pod of %d away: %s", req.String(), zones, oneAway)
+	}
+	if ok && dir.SizeLimit != nil && req.Cmp(*dir.SizeLimit) > 0 {
+		t.Errorf("ephemeral-storage request %s is above the spool's sizeLimit %s", req.String(), dir.SizeLimit)
+	}
+}
+
+// TestManifestsNameNoAccount: nothing under configs/k8s but the overlay
+// names an image, and no manifest or IAM document carries an AWS account
+// id: one was copied into ~28 places.
+func TestManifestsNameNoAccount(t *testing.T) {
+	account := regexp.MustCompile(`\b\d{12}\b`)
+	var files []string
+	filepath.WalkDir("../../configs/k8s", func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, p)
+		}
+		return err
+	})
+	iam, _ := filepath.Glob("../../configs/iam-*.json")
+	for _, f := range append(files, iam...) {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := account.Find(raw); m != nil {
+			t.Errorf("%s holds an account id %s; the overlay's values name it once", f, m)
+		}
+		if strings.Contains(string(raw), ".dkr.ecr.") && filepath.Base(f) != "kustomization.yaml" {
+			t.Errorf("%s names an ECR image; kustomize's images: in the overlay sets it", f)
+		}
+	}
+	ms := loadManifests(t)
+	for _, w := range workloadsOf(t, ms) {
+		if img := w.pod.Spec.Containers[0].Image; img != "logstore" {
+			t.Errorf("%s runs image %q; want %q, which the overlay's images: replaces", w.name, img, "logstore")
+		}
+	}
+	overlay := loadOverlay(t)
+	if len(overlay.Images) != 1 || overlay.Images[0].Name != "logstore" || overlay.Images[0].NewName == "" {
+		t.Errorf("the overlay's images %+v: want one, logstore, with its newName", overlay.Images)
+	}
+	if len(overlay.ConfigMapGenerator) != 1 || overlay.ConfigMapGenerator[0].Name != envName ||
+		!slices.Equal(overlay.ConfigMapGenerator[0].Envs, []string{filepath.Base(envFile)}) {
+		t.Errorf("the overlay's configMapGenerator %+v: want %s from %s", overlay.ConfigMapGenerator, envName, filepath.Base(envFile))
+	}
+}
+
+// TestOverlayBuilds runs kustomize (kubectl's) on the example overlay: the
+// pods get the overlay's image and environment, the service account its
+// role, and every document still decodes strictly.
+func TestOverlayBuilds(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl is not on PATH: the overlay's kustomize build is not checked here (the static checks above still ran)")
+	}
+	out, err := exec.Command(kubectl, "kustomize", overlayDir).Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize %s: %v", overlayDir, err)
+	}
+	docs, err := splitDocuments(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ms []manifest
+	for i, doc := range docs {
+		kind, obj, err := decodeManifest(doc)
+		if err != nil {
+			t.Errorf("built document %d (%s): %v", i+1, kind, err)
+			continue
+		}
+		if obj != nil {
+			ms = append(ms, manifest{fmt.Sprintf("built#%d", i+1), kind, obj})
+		}
+	}
+	img := loadOverlay(t).Images[0]
+	for _, d := range objectsOf[appsv1.Deployment](ms) {
+		c := d.Spec.Template.Spec.Containers[0]
+		if want := img.NewName + ":" + img.NewTag; c.Image != want {
+			t.Errorf("the built Deployment runs %q, want the overlay's %q", c.Image, want)
+		}
+		if len(c.EnvFrom) != 1 || c.EnvFrom[0].ConfigMapRef == nil || c.EnvFrom[0].ConfigMapRef.Name != envName {
+			t.Errorf("the built Deployment's envFrom %+v; want the ConfigMap %s", c.EnvFrom, envName)
+		}
+	}
+	found := false
+	for _, cm := range objectsOf[corev1.ConfigMap](ms) {
+		if cm.Name == envName {
+			found = true
+			if !maps.Equal(cm.Data, overlayEnv(t)) {
+				t.Errorf("the built %s holds %v, not job.env's %v", envName, cm.Data, overlayEnv(t))
+			}
+		}
+	}
+	if !found {
+		t.Errorf("the build has no ConfigMap %s (named without a hash, so job.yaml and keda.yaml applied by hand find it)", envName)
+	}
+	for _, sa := range objectsOf[corev1.ServiceAccount](ms) {
+		if !strings.HasPrefix(sa.Annotations["eks.amazonaws.com/role-arn"], "arn:aws:iam::") {
+			t.Errorf("the built ServiceAccount %s has no IRSA role: %v", sa.Name, sa.Annotations)
+		}
+	}
+}
+
+// TestIRSATrustPolicyTrustsTheServiceAccount: configs/iam-trust-policy.json
+// lets exactly the pods' service account assume the role, through the
+// cluster's OIDC provider, for STS.
+func TestIRSATrustPolicyTrustsTheServiceAccount(t *testing.T) {
+	raw, err := os.ReadFile("../../configs/iam-trust-policy.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var policy struct {
+		Statement []struct {
+			Effect    string
+			Principal struct{ Federated string }
+			Action    stringOrList
+			Condition map[string]map[string]string
+		}
+	}
+	if err := json.Unmarshal(raw, &policy); err != nil {
+		t.Fatalf("iam-trust-policy.json: %v", err)
+	}
+	if len(policy.Statement) != 1 {
+		t.Fatalf("%d statements, want 1", len(policy.Statement))
+	}
+	st := policy.Statement[0]
+	_, provider, ok := strings.Cut(st.Principal.Federated, ":oidc-provider/")
+	if st.Effect != "Allow" || !ok || !slices.Equal(st.Action, []string{"sts:AssumeRoleWithWebIdentity"}) {
+		t.Errorf("statement %+v: want Allow sts:AssumeRoleWithWebIdentity to an oidc-provider", st)
+	}
+	eq := st.Condition["StringEquals"]
+	for _, sa := range objectsOf[corev1.ServiceAccount](loadManifests(t)) {
+		if want := "system:serviceaccount:" + sa.Namespace + ":" + sa.Name; eq[provider+":sub"] != want {
+			t.Errorf("the trust policy's %s:sub is %q, want the pods' service account %q", provider, eq[provider+":sub"], want)
+		}
+	}
+	if eq[provider+":aud"] != "sts.amazonaws.com" {
+		t.Errorf("the trust policy's %s:aud is %q, want sts.amazonaws.com", provider, eq[provider+":aud"])
+	}
+}
+
+// TestPodMonitorScrapesThePods: the Prometheus Operator's PodMonitor
+// selects every logstore pod and scrapes the port metrics.listen serves.
+func TestPodMonitorScrapesThePods(t *testing.T) {
+	ms := loadManifests(t)
+	pms := objectsOf[podMonitor](ms)
+	if len(pms) != 1 {
+		t.Fatalf("%d PodMonitors, want 1", len(pms))
+	}
+	pm := pms[0]
+	sel, err := metav1.LabelSelectorAsSelector(&pm.Spec.Selector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range workloadsOf(t, ms) {
+		if w.namespace != pm.Namespace || !sel.Matches(labels.Set(w.pod.Labels)) {
+			t.Errorf("the PodMonitor (namespace %s, %v) does not select %s's pods", pm.Namespace, sel, w.name)
+			continue
+		}
+		c := w.pod.Spec.Containers[0]
+		_, port, _ := net.SplitHostPort(podConfig(t, ms, w, c).Metrics.Listen)
+		for _, e := range pm.Spec.PodMetricsEndpoints {
+			if got := containerPort(c, intstr.FromString(e.Port)); strconv.Itoa(got) != port || e.Path != "/metrics" {
+				t.Errorf("the PodMonitor scrapes port %q (%d) path %s of %s; metrics.listen serves /metrics on %s", e.Port, got, e.Path, w.name, port)
+			}
+		}
+	}
 }

@@ -69,3 +69,26 @@ func TestBoundedRunLogsProgress(t *testing.T) {
 		})
 	}
 }
+
+// TestProgressLoggedAtLevelWarn: run.progress_interval asks for progress,
+// so a log.level of warn (the demo's) must not hide it off a terminal; it
+// showed nothing when piped.
+func TestProgressLoggedAtLevelWarn(t *testing.T) {
+	msgs := make([]kafka.Message, 1000)
+	for i := range msgs {
+		msgs[i] = kafka.Message{Value: fmt.Appendf(nil, `{"n": %d}`, i)}
+	}
+	brokers := embeddedKafka(t, 2, msgs...)
+	cfg := embeddedJob(t, brokers, t.TempDir(), "  max_records_per_second: 1000", "run:\n  progress_interval: 200ms\n")
+	var logs testkit.LogBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if err := runJob(t.Context(), cfg, pipeline.Mode{UntilNow: true}, pipeline.Deps{Log: log}, new(bytes.Buffer), new(bytes.Buffer)); err != nil {
+		t.Fatalf("run: %v\n%s", err, logs.String())
+	}
+	if !strings.Contains(logs.String(), "msg=progress ") || !strings.Contains(logs.String(), " final=true") {
+		t.Errorf("at log.level warn no progress was logged:\n%s", logs.String())
+	}
+	if strings.Contains(logs.String(), "level=INFO msg=rack") {
+		t.Errorf("the level still applies to everything else:\n%s", logs.String())
+	}
+}

@@ -39,7 +39,8 @@ func runRack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *brokers != "" {
 		bootstrap = splitList(*brokers)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	warnings := &warningsOnly{}
+	log := slog.New(warnings)
 	var racks []string // nil: no match step
 	switch {
 	case *brokerRacks != "":
@@ -55,6 +56,12 @@ func runRack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	// After the result, which explains them.
+	defer func() {
+		for _, w := range warnings.messages {
+			fmt.Fprintf(stderr, "warning: %s\n", w)
+		}
+	}()
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -83,3 +90,18 @@ func splitList(s string) []string {
 	}
 	return out
 }
+
+// warningsOnly keeps the messages of the warnings rack.Resolve logs for a
+// worker. Their attributes repeat the trace this command prints as a table
+// (about 1 KB on one line), so only the advice in the message is shown.
+type warningsOnly struct{ messages []string }
+
+func (w *warningsOnly) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (w *warningsOnly) Handle(_ context.Context, r slog.Record) error {
+	w.messages = append(w.messages, r.Message)
+	return nil
+}
+
+func (w *warningsOnly) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w *warningsOnly) WithGroup(string) slog.Handler      { return w }

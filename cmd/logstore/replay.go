@@ -35,7 +35,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *input != "-" {
 		f, err := os.Open(*input)
 		if err != nil {
-			return err
+			return usageError{fmt.Sprintf("--input: %v", err)}
 		}
 		defer f.Close()
 		in = f

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -60,11 +61,11 @@ func parseMode(until, from, to string) (pipeline.Mode, error) {
 		return m, usageError{"--until now and --from/--to exclude each other"}
 	}
 	var err error
-	if m.From, err = time.Parse(time.RFC3339, from); err != nil {
-		return m, usageError{fmt.Sprintf("--from: %v", err)}
+	if m.From, err = parseFlagTime("--from", from); err != nil {
+		return m, err
 	}
-	if m.To, err = time.Parse(time.RFC3339, to); err != nil {
-		return m, usageError{fmt.Sprintf("--to: %v", err)}
+	if m.To, err = parseFlagTime("--to", to); err != nil {
+		return m, err
 	}
 	if !m.To.After(m.From) {
 		return m, usageError{"--to must be after --from"}
@@ -73,19 +74,22 @@ func parseMode(until, from, to string) (pipeline.Mode, error) {
 	return m, nil
 }
 
+// parseFlagTime reads an RFC 3339 time; its error shows an example, not Go's
+// layout string.
+func parseFlagTime(flag, v string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return t, usageError{fmt.Sprintf("%s %q is not an RFC 3339 time such as 2026-11-29T07:00:00Z (UTC) or 2026-11-29T16:00:00+09:00", flag, v)}
+	}
+	return t, nil
+}
+
 // runJob runs a job to its end, with progress when it has one (stderr),
 // and prints the summary. The first signal
 // (already wired into ctx) is the graceful stop; a second one exits at once:
 // what was committed stays committed, and open batches are re-read.
 func runJob(ctx context.Context, cfg *pipeline.Config, mode pipeline.Mode, deps pipeline.Deps, stdout, stderr io.Writer) error {
-	go func() {
-		<-ctx.Done()
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-		<-sig
-		deps.Log.Error("second signal: exiting now; uncommitted batches will be re-read")
-		os.Exit(exitRuntime)
-	}()
+	exitOnSecondSignal(ctx, deps.Log)
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// The budget plus room for the fixed costs (configs/reference.yaml,
 		// batch.memory_budget): the garbage collector works harder near it
@@ -112,10 +116,23 @@ func runJob(ctx context.Context, cfg *pipeline.Config, mode pipeline.Mode, deps 
 	defer job.Close()
 	done := func() {}
 	if mode.Bounded() {
-		done = showProgress(ctx, job, cfg.Run.ProgressInterval, deps.Log, stderr)
+		done = showProgress(ctx, job.Progress, cfg.Run.ProgressInterval, deps.Log, stderr)
 	}
 	err = job.Run(ctx, mode)
 	done()
 	job.Summary().WriteText(stdout)
 	return err
+}
+
+// exitOnSecondSignal exits at once on a signal after the first (already
+// wired into ctx, the graceful stop).
+func exitOnSecondSignal(ctx context.Context, log *slog.Logger) {
+	go func() {
+		<-ctx.Done()
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		<-sig
+		log.Error("second signal: exiting now; uncommitted batches will be re-read")
+		os.Exit(exitRuntime)
+	}()
 }

@@ -46,7 +46,7 @@ func TestCheckRedactsSecrets(t *testing.T) {
 
 	path := config("${file:" + dir + "/missing}")
 	code, _, stderr = runCLI(t, "check", "-c", path)
-	if want := path + ":15:7: secret_access_key: secret file"; code != exitUsage || !strings.Contains(stderr, want) {
+	if want := path + ":15:26: sinks.files.s3.secret_access_key: secret file"; code != exitUsage || !strings.Contains(stderr, want) {
 		t.Errorf("missing secret file: exit %d, %q; want exit %d and %q", code, stderr, exitUsage, want)
 	}
 }

@@ -19,6 +19,7 @@ type Gen struct {
 	n         int
 	BadEvery  int // every BadEvery-th record is malformed; 0 never
 	buf       []byte
+	key       []byte
 	malformed int
 }
 
@@ -48,14 +49,15 @@ var (
 // Malformed counts the malformed records made so far.
 func (g *Gen) Malformed() int { return g.malformed }
 
-// Next returns the key and value of the next record and its event time. The
-// value is only valid until the next call.
+// Next returns the key and value of the next record and its event time.
+// Both are only valid until the next call. The key is the service and host
+// ("checkout/ip-10-0-12-34"), as a log shipper keys by source: with the
+// service alone (8 keys) a hash partitioner left partitions empty.
 func (g *Gen) Next() (key, value []byte, at time.Time) {
 	i := g.n
 	g.n++
 	at = g.start.Add(time.Duration(i) * g.step).UTC()
 	svc := genServices[g.rng.IntN(len(genServices))]
-	key = []byte(svc)
 	if g.BadEvery > 0 && i%g.BadEvery == g.BadEvery-1 {
 		g.malformed++
 		switch g.rng.IntN(3) {
@@ -66,7 +68,9 @@ func (g *Gen) Next() (key, value []byte, at time.Time) {
 		default:
 			g.buf = append(g.buf[:0], "plain text line from a misconfigured logger"...)
 		}
-		return key, g.buf, at
+		g.key = append(append(g.key[:0], svc...), "/record-"...)
+		g.key = strconv.AppendInt(g.key, int64(i), 10)
+		return g.key, g.buf, at
 	}
 	b := g.buf[:0]
 	b = append(b, `{"ts":"`...)
@@ -75,10 +79,13 @@ func (g *Gen) Next() (key, value []byte, at time.Time) {
 	b = append(b, genLevels[g.rng.IntN(len(genLevels))]...)
 	b = append(b, `","service":"`...)
 	b = append(b, svc...)
-	b = append(b, `","host":"ip-10-0-`...)
+	b = append(b, `","host":"`...)
+	host := len(b)
+	b = append(b, "ip-10-0-"...)
 	b = strconv.AppendInt(b, int64(g.rng.IntN(256)), 10)
 	b = append(b, '-')
 	b = strconv.AppendInt(b, int64(g.rng.IntN(256)), 10)
+	g.key = append(append(append(g.key[:0], svc...), '/'), b[host:]...)
 	b = append(b, `","message":"`...)
 	b = append(b, genMessages[g.rng.IntN(len(genMessages))]...)
 	b = append(b, `","http":{"method":"`...)
@@ -97,5 +104,5 @@ func (g *Gen) Next() (key, value []byte, at time.Time) {
 	b = fmt.Appendf(b, "%016x%016x", g.rng.Uint64(), g.rng.Uint64())
 	b = append(b, `"}`...)
 	g.buf = b
-	return key, b, at
+	return g.key, b, at
 }

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMakeUsesTheGoThatPlainGoUses: make's targets run go with the user's
+// own toolchain choice (here `go env -w GOTOOLCHAIN=local`, kept in GOENV),
+// so `make build` and the README's plain `go build` use the same Go. The
+// Makefile exported GOTOOLCHAIN=auto over it.
+func TestMakeUsesTheGoThatPlainGoUses(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make on this machine")
+	}
+	goenv := filepath.Join(t.TempDir(), "go.env")
+	if err := os.WriteFile(goenv, []byte("GOTOOLCHAIN=local\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"GOENV=" + goenv}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GOTOOLCHAIN=") && !strings.HasPrefix(kv, "GOENV=") && !strings.HasPrefix(kv, "MAKEFLAGS=") {
+			env = append(env, kv)
+		}
+	}
+	goEnv := func(name string, arg ...string) string {
+		cmd := exec.Command(name, arg...)
+		cmd.Dir, cmd.Env = "../..", env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %s: %v\n%s", name, strings.Join(arg, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	plain := goEnv("go", "env", "GOTOOLCHAIN")
+	// The Makefile's own variables, with a target that asks go what it will use.
+	viaMake := goEnv("make", "-s", "--eval", "go-toolchain: ; @$(GO) env GOTOOLCHAIN", "go-toolchain")
+	if plain != "local" || viaMake != plain {
+		t.Errorf("plain go uses GOTOOLCHAIN=%s, make's go %s; want both local", plain, viaMake)
+	}
+}
