@@ -80,6 +80,7 @@ func TestGroupCooperativeJoinKeepsWorkers(t *testing.T) {
 			o := groupOptions{topic: topic, group: groupName(t, ""), follower: "on", rebalance: tc.rebalance}
 			ab := startMembers(t, o, store, Mode{}, "az-a", "az-b")
 			before := waitForBalance(t, client, o.group, ab, partitions/2, 60*time.Second)
+			time.Sleep(2 * time.Second) // the members start what they were given
 			starts := map[string]float64{}
 			for _, m := range ab {
 				starts[m.zone] = workerStarts(m)
