@@ -61,6 +61,17 @@ type InputConfig struct {
 	SessionTimeout      time.Duration `yaml:"session_timeout"`
 	HeartbeatInterval   time.Duration `yaml:"heartbeat_interval"`
 	RebalanceTimeout    time.Duration `yaml:"rebalance_timeout"`
+	// GroupInstanceID makes the member static (KIP-345): a restart within
+	// session_timeout gets its partitions back with no rebalance. "" is a
+	// dynamic member.
+	GroupInstanceID string `yaml:"group_instance_id"`
+	// Rebalance is cooperative (KIP-429: members keep what they keep) or
+	// eager (every member lets go of everything at every rebalance).
+	Rebalance string `yaml:"rebalance"`
+	// Revoke is what a partition moving to another member does with its
+	// open batch: handover (dropped; the new owner reads it again from the
+	// last commit) or write (cut, written and committed first).
+	Revoke string `yaml:"revoke"`
 }
 
 // FetchConfig tunes the partition readers.
@@ -178,6 +189,12 @@ func (c *Config) SetDefaults() {
 	confkey.Default(&k.SessionTimeout, 30*time.Second)
 	confkey.Default(&k.HeartbeatInterval, 3*time.Second)
 	confkey.Default(&k.RebalanceTimeout, 30*time.Second)
+	if k.Rebalance == "" {
+		k.Rebalance = RebalanceCooperative
+	}
+	if k.Revoke == "" {
+		k.Revoke = RevokeHandover
+	}
 	c.Rack.SetDefaults()
 	c.Schema.SetDefaults()
 	confkey.Default(&c.Batch.MaxAge, 5*time.Minute)
@@ -194,6 +211,20 @@ func (c *Config) SetDefaults() {
 	}
 	confkey.Default(&c.Run.ShutdownTimeout, 25*time.Second)
 }
+
+// Values of kafka.rebalance and kafka.revoke.
+const (
+	RebalanceCooperative = "cooperative"
+	RebalanceEager       = "eager"
+	RevokeHandover       = "handover"
+	RevokeWrite          = "write"
+)
+
+// The brokers check a group instance id as a topic name (JoinGroup
+// refuses others with INVALID_REQUEST).
+var instanceIDChars = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
+
+const maxInstanceID = 249
 
 // DefaultProgressInterval is run.progress_interval when the file has none.
 const DefaultProgressInterval = 30 * time.Second
@@ -240,6 +271,15 @@ func (c *Config) Validate() error {
 	}
 	if k.HeartbeatInterval >= k.SessionTimeout {
 		return confkey.Errorf("kafka.heartbeat_interval", "must be shorter than session_timeout (%s)", k.SessionTimeout)
+	}
+	if err := confkey.OneOf("kafka.rebalance", k.Rebalance, RebalanceCooperative, RebalanceEager); err != nil {
+		return err
+	}
+	if err := confkey.OneOf("kafka.revoke", k.Revoke, RevokeHandover, RevokeWrite); err != nil {
+		return err
+	}
+	if id := k.GroupInstanceID; id != "" && (len(id) > maxInstanceID || !instanceIDChars.MatchString(id)) {
+		return confkey.Errorf("kafka.group_instance_id", "%q: the brokers take at most %d of the characters a-z A-Z 0-9 . _ - (a pod name: ${POD_NAME})", id, maxInstanceID)
 	}
 	if err := prefixed("rack.", c.Rack.Validate()); err != nil {
 		return err

@@ -22,6 +22,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logstore/logstore/internal/loggen"
 	"github.com/logstore/logstore/internal/testkit"
@@ -151,9 +152,15 @@ func (s *batchStore) partitionsBy() map[string][]int {
 // groupOptions are what differ between the members of the tests.
 type groupOptions struct {
 	topic, group string
-	follower     string         // rack.follower_fetching
-	lease        time.Duration  // kafka.fetch.preferred_replica_lease; 0 keeps the default
-	rate         map[string]int // kafka.max_records_per_second by zone; 0 unlimited
+	follower     string            // rack.follower_fetching
+	lease        time.Duration     // kafka.fetch.preferred_replica_lease; 0 keeps the default
+	rate         map[string]int    // kafka.max_records_per_second by zone; 0 unlimited
+	instance     map[string]string // kafka.group_instance_id by zone; "" dynamic
+	rebalance    string            // kafka.rebalance; "" keeps the default
+	revoke       string            // kafka.revoke; "" keeps the default
+	maxAge       time.Duration     // batch.max_age; 0 is 1s
+	// sink, when set, is the member's sink instead of the store's.
+	sink func(zone string) sink.Sink
 }
 
 // memberConfig is a member's job config: rack static, short batches and
@@ -163,6 +170,20 @@ func memberConfig(t *testing.T, o groupOptions, zone string) *Config {
 	lease := ""
 	if o.lease > 0 {
 		lease = "preferred_replica_lease: " + o.lease.String()
+	}
+	group := ""
+	if id := o.instance[zone]; id != "" {
+		group += "\n  group_instance_id: " + id
+	}
+	if o.rebalance != "" {
+		group += "\n  rebalance: " + o.rebalance
+	}
+	if o.revoke != "" {
+		group += "\n  revoke: " + o.revoke
+	}
+	maxAge := time.Second
+	if o.maxAge > 0 {
+		maxAge = o.maxAge
 	}
 	yaml := fmt.Sprintf(`
 kafka:
@@ -174,7 +195,7 @@ kafka:
   start_offset: earliest
   session_timeout: 10s
   heartbeat_interval: 1s
-  rebalance_timeout: 10s
+  rebalance_timeout: 10s%s
   max_records_per_second: %d
   fetch:
     max_wait: 250ms
@@ -193,7 +214,7 @@ schema:
     - {name: kafka_partition, type: int32, source: kafka.partition}
     - {name: kafka_offset, type: int64, source: kafka.offset}
 batch:
-  max_age: 1s
+  max_age: %s
 sinks:
   files: {url: %s}
 dead_letter:
@@ -201,7 +222,7 @@ dead_letter:
 run:
   shutdown_timeout: 10s
   progress_interval: 5s
-`, strings.Join(testkit.Brokers, ", "), o.topic, o.group, zone, o.rate[zone], lease, zone, o.follower, t.TempDir())
+`, strings.Join(testkit.Brokers, ", "), o.topic, o.group, zone, group, o.rate[zone], lease, zone, o.follower, maxAge, t.TempDir())
 	cfg, err := Parse(zone+".yaml", []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +247,11 @@ func startMembers(t *testing.T, o groupOptions, store *batchStore, mode Mode, ra
 	var ms []*member
 	for _, zone := range racks {
 		log := slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("zone", zone)
-		job, err := NewJob(context.Background(), memberConfig(t, o, zone), Deps{Log: log, Sinks: []sink.Sink{memberSink{store, zone}}})
+		var out sink.Sink = memberSink{store, zone}
+		if o.sink != nil {
+			out = o.sink(zone)
+		}
+		job, err := NewJob(context.Background(), memberConfig(t, o, zone), Deps{Log: log, Sinks: []sink.Sink{out}})
 		if err != nil {
 			t.Fatalf("member %s: %v", zone, err)
 		}
@@ -432,23 +457,41 @@ func partitionIDs(n int) []int {
 
 // groupAssignment asks the coordinator what each member (by rack, from its
 // client id) holds; stable is false until the group is stable with members
-// members.
-func groupAssignment(ctx context.Context, client *kafka.Client, group string, members int) (assigned map[string][]int, stable bool) {
-	resp, err := client.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
-	if err != nil || len(resp.Groups) != 1 || resp.Groups[0].Error != nil {
+// members. franz-go's kmsg reads the answer: kafka-go's DescribeGroups
+// refuses a cooperative member's subscription (it reads version 0 only).
+func groupAssignment(ctx context.Context, _ *kafka.Client, group string, members int) (assigned map[string][]int, stable bool) {
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Groups = []string{group}
+	resp, err := req.RequestWith(ctx, describeClient())
+	if err != nil || len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != 0 {
 		return nil, false
 	}
 	g := resp.Groups[0]
 	out := map[string][]int{}
 	for _, m := range g.Members {
 		zone := strings.TrimPrefix(m.ClientID, "logstore-")
-		for _, tp := range m.MemberAssignments.Topics {
-			out[zone] = append(out[zone], tp.Partitions...)
+		var a kmsg.ConsumerMemberAssignment
+		if err := a.ReadFrom(m.MemberAssignment); err != nil {
+			return nil, false
+		}
+		for _, tp := range a.Topics {
+			for _, p := range tp.Partitions {
+				out[zone] = append(out[zone], int(p))
+			}
 		}
 		slices.Sort(out[zone])
 	}
-	return out, g.GroupState == "Stable" && len(g.Members) == members
+	return out, g.State == "Stable" && len(g.Members) == members
 }
+
+// describeClient is one franz-go client for every test's DescribeGroups.
+var describeClient = sync.OnceValue(func() *kgo.Client {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(testkit.Brokers...))
+	if err != nil {
+		panic(err)
+	}
+	return cl
+})
 
 // waitForBalance waits until the group is stable with the members, each
 // holding per partitions.

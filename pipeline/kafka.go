@@ -22,10 +22,9 @@ import (
 // carries the same TLS and SASL settings.
 type Clients struct {
 	Brokers []string
-	Dialer  *kafka.Dialer // partition readers
-	// GroupDialer is Dialer for kafka-go's group membership, renewing SASL
-	// sessions in place (KIP-368) so that their end causes no rebalance.
-	GroupDialer *kafka.Dialer
+	// Dialer dials the partition readers' and the group member's
+	// connections, which renew their SASL sessions in place (KIP-368).
+	Dialer *kafka.Dialer
 	// Transport carries admin-style requests: offsets, metadata, commits,
 	// producers. With SASL its connections renew their sessions too.
 	Transport *kafka.Transport
@@ -66,11 +65,10 @@ func NewClients(ctx context.Context, k InputConfig) (*Clients, error) {
 		transport.TLS, transport.SASL = nil, nil
 	}
 	return &Clients{
-		Brokers:     k.Brokers,
-		Dialer:      dialer,
-		GroupDialer: fetch.GroupDialer(dialer),
-		Transport:   transport,
-		Client:      &kafka.Client{Addr: kafka.TCP(k.Brokers...), Transport: transport, Timeout: 30 * time.Second},
+		Brokers:   k.Brokers,
+		Dialer:    dialer,
+		Transport: transport,
+		Client:    &kafka.Client{Addr: kafka.TCP(k.Brokers...), Transport: transport, Timeout: 30 * time.Second},
 	}, nil
 }
 

@@ -30,6 +30,9 @@ type Metrics struct {
 	flush      *prometheus.HistogramVec
 	commit     *prometheus.HistogramVec
 	retries    *prometheus.CounterVec
+	starts     prometheus.Counter
+	failures   prometheus.Counter
+	held       prometheus.Gauge
 	partitions partitionCollector
 	ready      readiness
 }
@@ -67,6 +70,12 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12)}, []string{"step"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "logstore_retries_total",
 			Help: "Operations retried after a transient error, by operation."}, []string{"op"}),
+		starts: prometheus.NewCounter(prometheus.CounterOpts{Name: "logstore_partition_starts_total",
+			Help: "Partition workers started: a partition assigned to this member, or started again after a failure. A partition kept through a rebalance keeps its worker."}),
+		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "logstore_partition_failures_total",
+			Help: "Partition workers that ended with an error; the partition is held and started again after a backoff while the others go on."}),
+		held: prometheus.NewGauge(prometheus.GaugeOpts{Name: "logstore_partitions_held",
+			Help: "Partitions waiting out the backoff after a failure."}),
 	}
 	// Every label value exists from the start, so a rate() over a clean
 	// run is 0, not absent.
@@ -76,7 +85,7 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 	for _, step := range []string{stepCut, stepNext} {
 		m.commit.WithLabelValues(step)
 	}
-	reg.MustRegister(m.rackInfo, m.rackMatch, m.genGauge, m.assigned, m.rebalances, m.flush, m.commit, m.retries, &m.partitions,
+	reg.MustRegister(m.rackInfo, m.rackMatch, m.genGauge, m.assigned, m.rebalances, m.flush, m.commit, m.retries, m.starts, m.failures, m.held, &m.partitions,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -101,6 +110,19 @@ func (m *Metrics) generation(id int32, assigned map[string][]int) {
 		n += len(ps)
 	}
 	m.assigned.Set(float64(n))
+}
+
+func (m *Metrics) partitionStarted() { m.starts.Inc() }
+
+// partitionHeld counts a failed partition into (true) or out of the
+// backoff it waits before starting again.
+func (m *Metrics) partitionHeld(held bool) {
+	if held {
+		m.failures.Inc()
+		m.held.Inc()
+		return
+	}
+	m.held.Dec()
 }
 
 // watch exports the job's counters; readerRack decides what is same-rack.

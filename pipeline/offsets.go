@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/logstore/logstore/pipeline/group"
 )
 
 // cutPrefix marks a committed offset whose batch was cut but not yet
@@ -71,7 +73,7 @@ func (g *groupCommitter) commit(ctx context.Context, topic string, partition int
 	for _, p := range resp.Topics[topic] {
 		if p.Error != nil {
 			if isFenced(p.Error) {
-				return fmt.Errorf("%w: committing %s/%d: %v", errFenced, topic, partition, p.Error)
+				return fmt.Errorf("%w: committing %s/%d: %w", errFenced, topic, partition, p.Error)
 			}
 			return fmt.Errorf("committing %s/%d at %d: %w", topic, partition, offset, p.Error)
 		}
@@ -85,6 +87,49 @@ var errFenced = errors.New("fenced by a rebalance")
 func isFenced(err error) bool {
 	return errors.Is(err, kafka.IllegalGeneration) || errors.Is(err, kafka.UnknownMemberId) ||
 		errors.Is(err, kafka.RebalanceInProgress) || errors.Is(err, kafka.FencedInstanceID)
+}
+
+// memberCommitter commits with the member's current generation and member
+// id, read at every commit: a worker outlives generations (it keeps its
+// partition across cooperative rebalances). A commit the coordinator
+// refuses because a rebalance is under way (REBALANCE_IN_PROGRESS) or
+// ended before this member heard of it (ILLEGAL_GENERATION) is sent again
+// in the next generation while the partition is still this member's; the
+// Java consumer retries such commits the same way. Anything else that
+// fences the member is final.
+type memberCommitter struct {
+	client *kafka.Client
+	group  string
+	member *group.Member
+	owns   func(topic string, partition int) bool
+	// wait bounds the wait for the next generation: the rebalance timeout,
+	// past which the group went on without this member.
+	wait time.Duration
+}
+
+func (c *memberCommitter) commit(ctx context.Context, topic string, partition int, offset int64, metadata string) error {
+	for {
+		changed := c.member.Changed()
+		gen, id := c.member.Current()
+		g := groupCommitter{client: c.client, group: c.group, generation: int(gen), member: id}
+		err := g.commit(ctx, topic, partition, offset, metadata)
+		if err == nil || !rebalancing(err) || !c.owns(topic, partition) {
+			return err
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return err
+		case <-time.After(c.wait):
+			return err
+		}
+	}
+}
+
+// rebalancing says a commit was refused only because its generation is not
+// the group's current one.
+func rebalancing(err error) bool {
+	return errors.Is(err, errFenced) && (errors.Is(err, kafka.RebalanceInProgress) || errors.Is(err, kafka.IllegalGeneration))
 }
 
 // noCommit is the committer of a replay: it never touches the group.

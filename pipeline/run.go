@@ -16,6 +16,7 @@ import (
 	"github.com/logstore/logstore/internal/clock"
 	"github.com/logstore/logstore/pipeline/decode"
 	"github.com/logstore/logstore/pipeline/fetch"
+	"github.com/logstore/logstore/pipeline/group"
 	"github.com/logstore/logstore/rack"
 	"github.com/logstore/logstore/sink"
 )
@@ -233,126 +234,63 @@ func (j *Job) Run(ctx context.Context, mode Mode) error {
 	return j.runGroup(ctx, mode)
 }
 
-// groupRetryBackoff is the wait before joining the group again after a
-// failed try. On a cluster whose __consumer_offsets topic is still being
-// made (a new cluster, the bench's) the first JoinGroup fails with
-// COORDINATOR_NOT_AVAILABLE for a few hundred milliseconds; a second's wait
-// put the first record past 1 s after start.
-const groupRetryBackoff = 250 * time.Millisecond
-
 func (j *Job) runGroup(ctx context.Context, mode Mode) error {
 	k := j.cfg.Kafka
-	balancer := rack.NewGroupBalancer(j.cfg.Rack, j.rack.Rack, j.follower)
-	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
-		ID:                    k.Group,
-		Brokers:               k.Brokers,
-		Dialer:                j.conn.GroupDialer,
-		Topics:                k.Topics,
-		GroupBalancers:        []kafka.GroupBalancer{balancer},
-		HeartbeatInterval:     k.HeartbeatInterval,
-		SessionTimeout:        k.SessionTimeout,
-		RebalanceTimeout:      k.RebalanceTimeout,
-		WatchPartitionChanges: true,
-		JoinGroupBackoff:      groupRetryBackoff,
-		ErrorLogger:           kafka.LoggerFunc(func(msg string, args ...any) { groupLog(j.log, msg, args...) }),
-	})
-	if err != nil {
-		return fmt.Errorf("joining group %s: %w", k.Group, err)
-	}
-	defer group.Close() // leaves the group, so a successor is assigned at once
-
 	var targets map[string]map[int]int64
 	if mode.UntilNow {
+		var err error
 		if targets, err = j.endOffsets(ctx); err != nil {
 			return err
 		}
 	}
-	for {
-		gen, err := group.Next(ctx)
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
-				return stoppedEarly(mode)
-			}
-			if errors.Is(err, kafka.RebalanceInProgress) {
-				j.log.Info("the group is rebalancing (a member joined or left); joining again", "err", err)
-			} else {
-				j.log.Warn("joining the group failed; retrying", "err", err)
-			}
-			if !clock.Sleep(ctx, groupRetryBackoff) {
-				return stoppedEarly(mode)
-			}
-			continue
-		}
-		assigned := map[string][]int{}
-		for topic, ps := range gen.Assignments {
-			for _, p := range ps {
-				assigned[topic] = append(assigned[topic], p.ID)
-			}
-			sort.Ints(assigned[topic])
-		}
-		if rb, ok := balancer.(*rack.Balancer); ok {
-			rb.SetOwned(assigned) // announced at the next join, to stay in place
-		}
-		j.log.Info("generation", "id", gen.ID, "member", gen.MemberID, "partitions", assigned)
-		j.metrics.generation(gen.ID, assigned)
-		commit := &groupCommitter{client: j.conn.Client, group: k.Group, generation: int(gen.ID), member: gen.MemberID}
-		type result struct {
-			reached bool
-			err     error
-		}
-		done := make(chan result, 1)
-		gen.Start(func(gctx context.Context) {
-			reached, err := j.runPartitions(ctx, gctx, assigned, commit, targets, mode)
-			done <- result{reached, err}
-		})
-		r := <-done
-		switch {
-		case r.err == nil, errors.Is(r.err, errFenced):
-		case errors.As(r.err, new(errFatal)):
-			return r.err
-		default:
-			// Anything else is transient (a broker restart, a coordinator
-			// move): rejoin and start again from the commits.
-			j.log.Warn("generation ended with an error; rejoining the group", "err", r.err)
-			if !clock.Sleep(ctx, time.Second) {
-				return stoppedEarly(mode)
-			}
-		}
-		if mode.UntilNow && r.reached {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return stoppedEarly(mode)
-		}
+	member := group.New(group.Config{
+		Group: k.Group, Topics: k.Topics, InstanceID: k.GroupInstanceID,
+		Brokers: k.Brokers, Dialer: j.conn.Dialer, Client: j.conn.Client,
+		Assignor:       rack.NewGroupBalancer(j.cfg.Rack, j.rack.Rack, j.follower),
+		Eager:          k.Rebalance == RebalanceEager,
+		SessionTimeout: k.SessionTimeout, RebalanceTimeout: k.RebalanceTimeout, HeartbeatInterval: k.HeartbeatInterval,
+		Log: j.log,
+	})
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	set := j.newPartitionSet(runCtx, mode, targets, stop)
+	set.commit = &memberCommitter{client: j.conn.Client, group: k.Group, member: member, owns: set.owns, wait: k.RebalanceTimeout}
+	err := member.Run(runCtx, set)
+	set.wait()
+	if err := set.failure(); err != nil {
+		return err
 	}
+	if errors.Is(err, group.ErrFencedInstance) {
+		return fmt.Errorf("%w: %w", ErrFencedInstance, err)
+	}
+	if err != nil {
+		return err
+	}
+	if mode.UntilNow && set.finished() {
+		return nil
+	}
+	return stoppedEarly(mode)
 }
 
-// runPartitions runs one worker per assigned partition until the generation
-// or the job ends, or (with targets) until every worker reached its target;
-// reached says which.
-func (j *Job) runPartitions(ctx, gctx context.Context, assigned map[string][]int, commit committer, targets map[string]map[int]int64, mode Mode) (reached bool, err error) {
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-gctx.Done():
-			cancel()
-		case <-wctx.Done():
-		}
-	}()
-	starts, err := j.prepare(wctx, assigned, commit, targets, mode)
+// ErrFencedInstance ends a static member whose kafka.group_instance_id
+// another process joined with. The CLI exits with its own code: running
+// it again would fence the other one in turn.
+var ErrFencedInstance = errors.New("stopped: fenced by another member with the same kafka.group_instance_id")
+
+// runPartitions runs one worker per partition until ctx ends or every
+// worker reached its target (reached says which); the first error stops
+// them all. A replay's, outside the group.
+func (j *Job) runPartitions(ctx context.Context, assigned map[string][]int, commit committer, targets map[string]map[int]int64, mode Mode) (reached bool, err error) {
+	starts, err := j.prepare(ctx, assigned, commit, targets, mode)
 	if err != nil {
-		if wctx.Err() != nil {
-			return false, nil // the generation ended while it was being set up
-		}
 		return false, err
 	}
-	g, gctx2 := errgroup.WithContext(wctx)
+	g, gctx := errgroup.WithContext(ctx)
 	for _, s := range starts {
 		s.w.progress.from(s.pos.Offset)
 		g.Go(func() error {
 			defer s.w.reader.Close()
-			return s.w.run(gctx2, s.pos)
+			return s.w.run(gctx, s.pos)
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -515,7 +453,7 @@ func (j *Job) runReplay(ctx context.Context, mode Mode) error {
 		}
 	}
 	j.metrics.ready.joined.Store(true) // no group to join: reading is ready
-	reached, err := j.runPartitions(ctx, context.Background(), parts, noCommit{}, targets, mode)
+	reached, err := j.runPartitions(ctx, parts, noCommit{}, targets, mode)
 	if err != nil {
 		return err
 	}
@@ -577,16 +515,3 @@ func (j *Job) progress(ctx context.Context) func() {
 
 // Metrics is the job's Prometheus registry.
 func (j *Job) Metrics() *Metrics { return j.metrics }
-
-// groupLog logs what kafka-go's consumer group reports as an error: a
-// rebalance begun while joining is the protocol at work when members start
-// together, not a failure.
-func groupLog(log *slog.Logger, msg string, args ...any) {
-	level := slog.LevelWarn
-	for _, a := range args {
-		if err, ok := a.(error); ok && errors.Is(err, kafka.RebalanceInProgress) {
-			level = slog.LevelInfo
-		}
-	}
-	log.Log(context.Background(), level, "group: "+fmt.Sprintf(msg, args...))
-}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -57,6 +58,10 @@ type worker struct {
 	metrics      *Metrics        // nil in tests: nothing recorded
 	progress     *partitionStats // nil in tests
 	fetchMax     int64           // kafka.fetch.max_bytes: the first fetch's reservation; 0 reserves per record only
+
+	// release is how the worker lets go of its partition when its context
+	// ends (releaseWrite, releaseHandover, releaseLost); nil writes.
+	release *atomic.Int32
 
 	fetchGuess int64 // the next fetch's reservation: the last fetch's bytes
 	fetchHeld  int64 // the budget the current fetch holds
@@ -259,11 +264,38 @@ func (w *worker) flushCut(ctx context.Context) error {
 	return nil
 }
 
-// stop is the end of a generation or of the job: flush what is held, unless
-// a re-cut is pending (then the mark stays and the next owner re-cuts).
+// How a worker lets go of its partition (worker.release).
+const (
+	// releaseWrite cuts the open batch, writes and commits it: the job's
+	// stop, and kafka.revoke: write.
+	releaseWrite int32 = iota
+	// releaseHandover drops the open batch: the partition moves and its
+	// new owner reads the batch again from the last commit, so no file
+	// smaller than the flush rule's is written (kafka.revoke: handover).
+	releaseHandover
+	// releaseLost writes and commits nothing: the group already gave the
+	// partition to another member.
+	releaseLost
+)
+
+// stop is the end of the worker's time with its partition: flush what is
+// held, unless a re-cut is pending (then the mark stays and the next owner
+// re-cuts), the partition was lost, or its open batch is handed over.
 func (w *worker) stop() error {
 	if w.cut >= 0 || w.next <= w.batch.first {
 		return nil
+	}
+	switch w.releaseMode() {
+	case releaseLost:
+		w.log.Info("partition lost to another member: not writing its open batch; the new owner reads from the last commit", "first", w.batch.first, "next", w.next)
+		return nil
+	case releaseHandover:
+		// A batch older than half of max_age is written all the same, so a
+		// partition that moves more often than max_age still commits.
+		if !w.batch.delivered && time.Since(w.batch.opened) < w.limits.MaxAge/2 {
+			w.log.Info("partition moves: handing its open batch over; the new owner reads it again from the last commit", "first", w.batch.first, "next", w.next)
+			return nil
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), w.flushWait)
 	defer cancel()
@@ -278,6 +310,13 @@ func (w *worker) stop() error {
 		w.log.Warn("flushing on stop failed; the next owner re-reads the batch", "err", err)
 	}
 	return nil
+}
+
+func (w *worker) releaseMode() int32 {
+	if w.release == nil {
+		return releaseWrite
+	}
+	return w.release.Load()
 }
 
 // full is the size part of the flush rule, checked after every record so a

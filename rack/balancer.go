@@ -11,15 +11,19 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
-// BalancerProtocol is the name members announce in JoinGroup. kafka-go's
-// ConsumerGroup uses a balancer only when every member offers its name, so a
-// group mid-upgrade from another protocol keeps the old one until the last
-// old member leaves.
+// BalancerProtocol is the name members announce in JoinGroup for the eager
+// protocol; the group member (pipeline/group) offers "-cooperative" after
+// it first. A group uses a protocol only when every member offers it, so a
+// group mid-upgrade from members of kafka-go's ConsumerGroup days runs the
+// eager one until the last of them leaves.
 const BalancerProtocol = "logstore-rack-v1"
 
-// Balancer is a kafka-go GroupBalancer that assigns with Plan: balanced,
-// then rack-local, then sticky. Each member tells the leader its rack and
-// what it owns through its JoinGroup user data.
+// Balancer is a kafka-go GroupBalancer, the interface the group member
+// takes for its assignor, that assigns with Plan: balanced, then
+// rack-local, then sticky. Each member tells the leader its rack and what
+// it owns through its JoinGroup user data; under the cooperative protocol
+// the member keeps a moving partition from its new owner until the old
+// one let go.
 type Balancer struct {
 	rack             string
 	followerFetching bool

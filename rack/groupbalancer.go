@@ -24,9 +24,10 @@ const (
 
 // NewGroupBalancer returns the group balancer that c.Balancer names: the
 // rack-aware planner (a *Balancer, announcing rack to the group leader) or
-// kafka-go's range or round-robin balancer, which ignore racks. Members
-// offering different balancers cannot form a group (INCONSISTENT_GROUP_PROTOCOL),
-// so a group switches balancer only by stopping every member.
+// kafka-go's range or round-robin balancer, which ignore racks (the group
+// member runs each cooperatively too). Members offering different
+// balancers cannot form a group (INCONSISTENT_GROUP_PROTOCOL), so a group
+// switches balancer only by stopping every member.
 func NewGroupBalancer(c Config, rack string, followerFetching bool) kafka.GroupBalancer {
 	switch c.Balancer {
 	case BalancerRange:

@@ -18,12 +18,15 @@ import (
 
 // Exit codes: 0 success, 1 a runtime failure, 2 a usage or config error,
 // 3 a run with a target (--until now, --from/--to) stopped by a signal
-// before it reached the target: committed, but not done.
+// before it reached the target: committed, but not done; 4 a static member
+// fenced by another process with its kafka.group_instance_id (restarting
+// it would fence the other in turn).
 const (
 	exitOK      = 0
 	exitRuntime = 1
 	exitUsage   = 2
 	exitStopped = 3
+	exitFenced  = 4
 )
 
 // command is one subcommand. run returns an error; usageError and
@@ -98,6 +101,9 @@ func exitCode(err error, stderr io.Writer) int {
 	}
 	if errors.Is(err, pipeline.ErrStoppedEarly) {
 		return exitStopped
+	}
+	if errors.Is(err, pipeline.ErrFencedInstance) {
+		return exitFenced
 	}
 	return exitRuntime
 }

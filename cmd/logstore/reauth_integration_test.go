@@ -98,7 +98,7 @@ func countLogLines(log string) logCounts {
 		switch {
 		case msg == "generation":
 			c.generations++
-		case msg == "generation ended with an error; rejoining the group":
+		case msg == "rejoining the group" || msg == "joining the group failed; joining again":
 			c.rebalances++
 		case msg == "preferred read replica failed; reading from the leader":
 			c.fallbacks++
@@ -106,7 +106,7 @@ func countLogLines(log string) logCounts {
 			c.readRetries++
 		case strings.HasPrefix(msg, "commit") && strings.HasSuffix(msg, "failed; retrying"):
 			c.commitRetries++
-		case strings.HasPrefix(msg, "group: "):
+		case msg == "heartbeat failed; trying again":
 			c.groupWarnings++
 		}
 		if strings.Contains(line, "EOF") {

@@ -596,6 +596,12 @@ func (c *brokerConn) exchange(ctx context.Context, req protocol.Message) (versio
 // exchangeInto is exchange, reading the body into buffer(size).
 func (c *brokerConn) exchangeInto(ctx context.Context, req protocol.Message, buffer func(int) []byte) (version int16, body []byte, err error) {
 	version = c.versions[req.ApiKey()]
+	body, err = c.exchangeAt(ctx, version, req, buffer)
+	return version, body, err
+}
+
+// exchangeAt is exchangeInto at a version the caller chose.
+func (c *brokerConn) exchangeAt(ctx context.Context, version int16, req protocol.Message, buffer func(int) []byte) (body []byte, err error) {
 	err = c.within(ctx, func() error {
 		c.nextID++
 		id := c.nextID
@@ -617,7 +623,7 @@ func (c *brokerConn) exchangeInto(ctx context.Context, req protocol.Message, buf
 		_, err := io.ReadFull(c.pc, body)
 		return err
 	})
-	return version, body, err
+	return body, err
 }
 
 // within runs one request/response on the connection bounded by ctx: its

@@ -39,5 +39,6 @@
 // again before the broker counts as failed. Stats counts every fetched byte
 // by broker rack, every Fetch request and every connection opened.
 // SessionDial lends the same session renewal to kafka-go's connections
-// (GroupDialer for the group, and the Transport's Dial).
+// (the Transport's Dial), and Conn the same connections to the group
+// member (pipeline/group).
 package fetch

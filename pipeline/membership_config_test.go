@@ -1,0 +1,38 @@
+package pipeline
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestMembershipKeys: kafka.group_instance_id takes a pod name from the
+// environment (${POD_NAME}), and the membership keys refuse what the
+// brokers or the member cannot use, naming the key and its line.
+func TestMembershipKeys(t *testing.T) {
+	t.Setenv("LOGSTORE_TEST_POD_NAME", "logstore-2")
+	with := func(lines string) string {
+		return strings.Replace(minimalConfig, "  group: g\n", "  group: g\n"+lines, 1)
+	}
+	c, err := Parse("t.yaml", []byte(with("  group_instance_id: ${LOGSTORE_TEST_POD_NAME}\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := c.Kafka; k.GroupInstanceID != "logstore-2" || k.Rebalance != RebalanceCooperative || k.Revoke != RevokeHandover {
+		t.Errorf("instance %q, rebalance %q, revoke %q; want logstore-2, cooperative, handover", k.GroupInstanceID, k.Rebalance, k.Revoke)
+	}
+	for _, tc := range []struct{ name, lines, key, msg string }{
+		{"instance id with a slash", "  group_instance_id: pods/logstore-0\n", "kafka.group_instance_id", "a-z A-Z 0-9 . _ -"},
+		{"instance id too long", "  group_instance_id: " + strings.Repeat("x", 250) + "\n", "kafka.group_instance_id", "at most 249"},
+		{"unknown rebalance", "  rebalance: incremental\n", "kafka.rebalance", "cooperative"},
+		{"unknown revoke", "  revoke: flush\n", "kafka.revoke", "handover"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("t.yaml", []byte(with(tc.lines)))
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Line != 5 || !strings.Contains(err.Error(), tc.key) || !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("got %v; want a ConfigError at line 5 naming %s and saying %q", err, tc.key, tc.msg)
+			}
+		})
+	}
+}
