@@ -39,7 +39,7 @@ type Config struct {
 	// passed since it was closed.
 	MaxAttempts int
 	// MetadataMaxAge is how often leaders are asked for even without an
-	// error (default 5s): a leader that moves back to this rack after a
+	// error (default 2s): a leader that moves back to this rack after a
 	// broker restart is seen within it.
 	MetadataMaxAge time.Duration
 	// AutoCreateTopics lets metadata requests create a missing topic (for
@@ -63,7 +63,7 @@ func (c *Config) setDefaults() {
 		c.MaxAttempts = 10
 	}
 	if c.MetadataMaxAge <= 0 {
-		c.MetadataMaxAge = 5 * time.Second
+		c.MetadataMaxAge = 2 * time.Second
 	}
 	if c.ClientID == "" {
 		c.ClientID = "logstore"
@@ -389,4 +389,17 @@ func (p *Producer) Close() error {
 	p.mu.Unlock()
 	p.ctl.close()
 	return nil
+}
+
+// Partitions returns how many partitions topic has, asking the brokers the
+// first time: the check that the topic exists (the error wraps
+// kafka.UnknownTopicOrPartition when it does not).
+func (p *Producer) Partitions(ctx context.Context, topic string) (int, error) {
+	ts, err := p.topic(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(ts.parts), nil
 }
