@@ -61,10 +61,7 @@ func newKafka(cfg *KafkaOutputConfig, brokers []string, deps KafkaDeps) (*Kafka,
 	if err != nil {
 		return nil, err
 	}
-	part := producer.Sticky
-	if cfg.Partitioner == PartitionerRackAware || cfg.Partitioner == "" && deps.RackMatched {
-		part = producer.RackAware
-	}
+	part := cfg.partitioner(deps.RackMatched)
 	log := deps.Log
 	if log == nil {
 		log = slog.Default()
@@ -93,6 +90,15 @@ func newKafka(cfg *KafkaOutputConfig, brokers []string, deps KafkaDeps) (*Kafka,
 	}
 	log.Info("kafka sink", "topic", cfg.Topic, "partitioner", part.String(), "rack", deps.Rack)
 	return &Kafka{p: p, cfg: cfg, brokers: brokers}, nil
+}
+
+// partitioner is where keyless rows go: as sinks.kafka.partitioner says,
+// and by default in the member's zone when it matched a broker rack.
+func (k *KafkaOutputConfig) partitioner(rackMatched bool) producer.Partitioner {
+	if k.Partitioner == PartitionerRackAware || k.Partitioner == "" && rackMatched {
+		return producer.RackAware
+	}
+	return producer.Sticky
 }
 
 // kafkaCodec is the record-batch compression a sinks.kafka.compression

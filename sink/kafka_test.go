@@ -11,6 +11,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/logstore/logstore/internal/kafka/producer"
 )
 
 func TestAppendRowJSON(t *testing.T) {
@@ -190,4 +192,22 @@ func headerValue(m kafka.Message, key string) string {
 		}
 	}
 	return ""
+}
+
+func TestKafkaPartitionerRackAwareWhenTheZoneMatched(t *testing.T) {
+	for _, c := range []struct {
+		set     string
+		matched bool
+		want    producer.Partitioner
+	}{
+		{"", true, producer.RackAware},
+		{"", false, producer.Sticky},
+		{PartitionerSticky, true, producer.Sticky},
+		{PartitionerRackAware, false, producer.RackAware},
+	} {
+		cfg := &KafkaOutputConfig{Topic: "t", Partitioner: c.set}
+		if got := cfg.partitioner(c.matched); got != c.want {
+			t.Errorf("partitioner %q, zone matched %v: %s, want %s", c.set, c.matched, got, c.want)
+		}
+	}
 }
