@@ -164,3 +164,78 @@ func TestProduceMissingTopicNamesIt(t *testing.T) {
 func contains(s, sub string) bool {
 	return len(sub) == 0 || len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub))
 }
+
+// A broker that refuses a batch's sequence (OUT_OF_ORDER_SEQUENCE_NUMBER:
+// it lost batches before it, or, here, the producer's count went wrong)
+// did not write it: the producer takes a new producer id, starts the
+// partition at sequence 0 and sends the batch again, once.
+func TestProduceRefusedSequenceStartsANewProducerID(t *testing.T) {
+	c := fakeCluster(t, 1, "out")
+	p, err := New(Config{Brokers: c.ListenAddrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	batch := func(tag string) []Record {
+		var recs []Record
+		for i := range 10 {
+			recs = append(recs, Record{Value: fmt.Appendf(nil, "%s%d", tag, i), Partition: -1})
+		}
+		return recs
+	}
+	if err := p.Produce(ctx, "out", batch("a")); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	firstPID := p.pid
+	p.topics["out"].parts[0].seq += 5 // a gap the broker cannot accept
+	p.mu.Unlock()
+	if err := p.Produce(ctx, "out", batch("b")); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	secondPID := p.pid
+	p.mu.Unlock()
+	if secondPID == firstPID {
+		t.Errorf("producer id %d kept after the broker refused its sequence", firstPID)
+	}
+	if got := readAllRecords(t, c.ListenAddrs(), "out", 20); len(got) != 20 {
+		t.Fatalf("read %d records, produced 20 once each", len(got))
+	}
+}
+
+// A batch given up while it may be in the log (every answer lost) fails
+// its call and takes the producer id with it: the partition's sequence did
+// not advance, so under the same id the next batch would carry the given-up
+// batch's sequence, and a broker that had written that batch would drop
+// the new one as its copy (without the new id, "next" is lost).
+func TestProduceGivenUpUnsureBatchTakesTheProducerID(t *testing.T) {
+	c := fakeCluster(t, 1, "out")
+	lost := testkit.NewLostAnswers(2)
+	p, err := New(Config{Brokers: c.ListenAddrs(), Dial: lost.Dial, RequestTimeout: time.Second, MaxAttempts: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.Produce(ctx, "out", []Record{{Value: []byte("maybe"), Partition: -1}}); err == nil {
+		t.Fatal("Produce succeeded with every answer lost")
+	}
+	if err := p.Produce(ctx, "out", []Record{{Value: []byte("next"), Partition: -1}}); err != nil {
+		t.Fatalf("the next produce: %v", err)
+	}
+	p.mu.Lock()
+	gen := p.gen
+	p.mu.Unlock()
+	if gen != 2 {
+		t.Errorf("%d producer ids used; want a second one after giving up a batch that may be in the log", gen)
+	}
+	// The given-up batch was written (its answers were lost, not its
+	// request): at least once, as the error said.
+	if got := readAllRecords(t, c.ListenAddrs(), "out", 2); len(got) != 2 {
+		t.Fatalf("read %d records; want the given-up one and the next", len(got))
+	}
+}

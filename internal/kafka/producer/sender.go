@@ -193,8 +193,9 @@ func (p *Producer) ready(part *partState, now time.Time) (*batch, time.Time) {
 }
 
 // giveUp fails the head batch. One that may be in the log takes the
-// producer id with it: the partition's next sequence cannot follow a
-// batch the broker may or may not have. The caller holds mu.
+// producer id with it: the partition's sequence did not advance, so the
+// next batch would carry the same sequence, and a broker that has the
+// given-up batch would drop the next one as its copy. The caller holds mu.
 func (p *Producer) giveUp(part *partState, b *batch, err error) {
 	part.queue = part.queue[1:]
 	if b.unsure {
