@@ -83,7 +83,7 @@ func (k *kafkaDeadLetters) writeDeadLetters(ctx context.Context, b *deadBatch) e
 			headers = append(headers, producer.Header{Key: h.Key, Value: h.Value})
 		}
 		headers = append(headers, letterHeaders(dl)...)
-		recs[i] = producer.Record{Key: r.Key, Value: r.Value, Headers: headers, Time: r.Time, Partition: -1}
+		recs[i] = producer.Record{Key: r.Key, Value: r.Value, Headers: headers, Time: r.Time}
 	}
 	err := k.p.Produce(ctx, k.topic, recs)
 	if err == nil {
@@ -136,7 +136,7 @@ func (k *kafkaDeadLetters) writeCut(ctx context.Context, dl *RejectedRecord, err
 		if !tooLarge(err) {
 			break
 		}
-		cut := producer.Record{Value: r.Value[:min(keep, len(r.Value))], Time: r.Time, Partition: -1,
+		cut := producer.Record{Value: r.Value[:min(keep, len(r.Value))], Time: r.Time,
 			Headers: append([]producer.Header{{Key: headerTruncated, Value: []byte(strconv.Itoa(len(r.Value)))}}, letterHeaders(*dl)...)}
 		if err = k.p.Produce(ctx, k.topic, []producer.Record{cut}); err == nil && k.stats != nil {
 			k.stats.TruncatedLetters.Add(1)

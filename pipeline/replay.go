@@ -86,9 +86,9 @@ func parseCaptured(b []byte) (producer.Record, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return producer.Record{}, fmt.Errorf("not a JSON record: %w", err)
 	}
-	m := producer.Record{Partition: -1}
+	var m producer.Record
 	if r.Partition != nil && *r.Partition >= 0 && *r.Partition <= math.MaxInt32 {
-		m.Partition = int32(*r.Partition)
+		m.Partition, m.Pinned = int32(*r.Partition), true
 	}
 	if r.Key != nil {
 		m.Key = []byte(*r.Key)

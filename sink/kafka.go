@@ -206,7 +206,6 @@ func kafkaRecords(cfg *KafkaOutputConfig, b *Batch) ([]producer.Record, error) {
 			}
 			ends[i] = len(buf)
 		}
-		m.Partition = -1
 		m.Headers = []producer.Header{
 			{Key: HeaderSourceTopic, Value: topic},
 			{Key: HeaderSourcePartition, Value: partition},

@@ -48,7 +48,7 @@ func BenchmarkProduce(b *testing.B) {
 		measure(b, writers, func(ctx context.Context) error {
 			recs := make([]Record, batch)
 			for i := range recs {
-				recs[i] = Record{Value: rows[i], Partition: -1, Headers: []Header{{Key: "logstore.source.offset", Value: []byte("1234567")}}}
+				recs[i] = Record{Value: rows[i], Headers: []Header{{Key: "logstore.source.offset", Value: []byte("1234567")}}}
 			}
 			return p.Produce(ctx, topic, recs)
 		})

@@ -72,7 +72,7 @@ func (ts *topicState) update(l topicLayout) {
 func (p *Producer) place(ts *topicState, r *Record, size int) *partState {
 	n := len(ts.parts)
 	switch {
-	case r.Partition >= 0 && int(r.Partition) < n:
+	case r.Pinned && r.Partition >= 0 && int(r.Partition) < n:
 		return ts.parts[r.Partition]
 	case r.Key != nil:
 		return ts.parts[KeyPartition(r.Key, n)]

@@ -20,7 +20,7 @@ func placer(part Partitioner, rack string, leaders ...int32) (*Producer, *topicS
 func placeMany(p *Producer, ts *topicState, n, size int) map[int32]int {
 	got := map[int32]int{}
 	for range n {
-		got[p.place(ts, &Record{Partition: -1}, size).id]++
+		got[p.place(ts, &Record{}, size).id]++
 	}
 	return got
 }
@@ -42,13 +42,13 @@ func TestRackAwareKeylessStayInZone(t *testing.T) {
 // next is chosen, not one record each.
 func TestStickyKeepsAPartitionForABatch(t *testing.T) {
 	p, ts := placer(RackAware, "az-a", 1, 1, 1, 1)
-	first := p.place(ts, &Record{Partition: -1}, 100).id
+	first := p.place(ts, &Record{}, 100).id
 	for i := range 9 {
-		if got := p.place(ts, &Record{Partition: -1}, 100).id; got != first {
+		if got := p.place(ts, &Record{}, 100).id; got != first {
 			t.Fatalf("record %d went to %d; the sticky partition %d had taken %d of its 1000 bytes", i+2, got, first, (i+1)*100)
 		}
 	}
-	if got := p.place(ts, &Record{Partition: -1}, 100).id; got == first {
+	if got := p.place(ts, &Record{}, 100).id; got == first {
 		t.Errorf("the sticky partition %d kept records past a batch's bytes", first)
 	}
 }
@@ -87,11 +87,11 @@ func TestStickyIsRackBlind(t *testing.T) {
 func TestKeyedAndExplicitPartitionIgnoreTheZone(t *testing.T) {
 	p, ts := placer(RackAware, "az-a", 1, 2, 3)
 	for _, key := range []string{"user-1", "order-42", "abc"} {
-		if got, want := p.place(ts, &Record{Key: []byte(key), Partition: -1}, 10).id, KeyPartition([]byte(key), 3); got != want {
+		if got, want := p.place(ts, &Record{Key: []byte(key)}, 10).id, KeyPartition([]byte(key), 3); got != want {
 			t.Errorf("key %q on %d, murmur2 says %d", key, got, want)
 		}
 	}
-	if got := p.place(ts, &Record{Partition: 2}, 10).id; got != 2 {
+	if got := p.place(ts, &Record{Partition: 2, Pinned: true}, 10).id; got != 2 {
 		t.Errorf("a record for partition 2 went to %d", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -188,16 +189,8 @@ func (p *Producer) Produce(ctx context.Context, topic string, records []Record) 
 	if len(c.failed) == 0 {
 		return nil
 	}
-	sortRecordErrors(c.failed)
+	slices.SortFunc(c.failed, func(a, b RecordError) int { return a.Index - b.Index })
 	return &Error{Topic: topic, Total: len(records), Records: c.failed}
-}
-
-func sortRecordErrors(errs []RecordError) {
-	for i := 1; i < len(errs); i++ {
-		for j := i; j > 0 && errs[j].Index < errs[j-1].Index; j-- {
-			errs[j], errs[j-1] = errs[j-1], errs[j]
-		}
-	}
 }
 
 // poke wakes the dispatcher.

@@ -69,7 +69,7 @@ func keyless(n, size int, tag string) []Record {
 		for len(v) < size {
 			v = append(v, 'x')
 		}
-		recs[i] = Record{Value: v, Partition: -1}
+		recs[i] = Record{Value: v}
 	}
 	return recs
 }
@@ -84,7 +84,7 @@ func TestIntegrationRetriedAfterTimeoutWritesOnce(t *testing.T) {
 	p := newTestProducer(t, Config{Dial: lost.Dial, RequestTimeout: 2 * time.Second, Compression: compress.Zstd, BatchRecords: 100})
 	var recs []Record
 	for i := range 900 {
-		recs = append(recs, Record{Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "v%d", i), Partition: -1})
+		recs = append(recs, Record{Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "v%d", i)})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

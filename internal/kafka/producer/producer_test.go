@@ -3,6 +3,7 @@ package producer
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,7 +62,7 @@ func TestProduceEveryRecordOnceKeyedOnJavaPartition(t *testing.T) {
 			defer p.Close()
 			var recs []Record
 			for i := range 500 {
-				r := Record{Value: fmt.Appendf(nil, "v%d", i), Partition: -1, Headers: []Header{{Key: "i", Value: fmt.Append(nil, i)}}}
+				r := Record{Value: fmt.Appendf(nil, "v%d", i), Headers: []Header{{Key: "i", Value: fmt.Append(nil, i)}}}
 				if i%2 == 0 {
 					r.Key = fmt.Appendf(nil, "key-%d", i%37)
 				}
@@ -105,7 +106,7 @@ func TestProduceRetriedAfterLostAnswerWritesOnce(t *testing.T) {
 	defer p.Close()
 	var recs []Record
 	for i := range 100 {
-		recs = append(recs, Record{Value: fmt.Appendf(nil, "v%d", i), Partition: -1})
+		recs = append(recs, Record{Value: fmt.Appendf(nil, "v%d", i)})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -156,13 +157,9 @@ func TestProduceMissingTopicNamesIt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err = p.Produce(ctx, "nope", []Record{{Value: []byte("x")}})
-	if err == nil || !contains(err.Error(), `"nope"`) {
+	if err == nil || !strings.Contains(err.Error(), `"nope"`) {
 		t.Fatalf("Produce to a missing topic = %v; want an error naming it", err)
 	}
-}
-
-func contains(s, sub string) bool {
-	return len(sub) == 0 || len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub))
 }
 
 // A broker that refuses a batch's sequence (OUT_OF_ORDER_SEQUENCE_NUMBER:
@@ -181,7 +178,7 @@ func TestProduceRefusedSequenceStartsANewProducerID(t *testing.T) {
 	batch := func(tag string) []Record {
 		var recs []Record
 		for i := range 10 {
-			recs = append(recs, Record{Value: fmt.Appendf(nil, "%s%d", tag, i), Partition: -1})
+			recs = append(recs, Record{Value: fmt.Appendf(nil, "%s%d", tag, i)})
 		}
 		return recs
 	}
@@ -221,10 +218,10 @@ func TestProduceGivenUpUnsureBatchTakesTheProducerID(t *testing.T) {
 	defer p.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := p.Produce(ctx, "out", []Record{{Value: []byte("maybe"), Partition: -1}}); err == nil {
+	if err := p.Produce(ctx, "out", []Record{{Value: []byte("maybe")}}); err == nil {
 		t.Fatal("Produce succeeded with every answer lost")
 	}
-	if err := p.Produce(ctx, "out", []Record{{Value: []byte("next"), Partition: -1}}); err != nil {
+	if err := p.Produce(ctx, "out", []Record{{Value: []byte("next")}}); err != nil {
 		t.Fatalf("the next produce: %v", err)
 	}
 	p.mu.Lock()

@@ -17,13 +17,16 @@ type Header struct {
 }
 
 // Record is one record to produce. Key nil is no key (a keyless record is
-// placed by the partitioner); Partition -1 lets the partitioner choose; a
-// zero Time is the time of encoding.
+// placed by the partitioner); a zero Time is the time of encoding.
 type Record struct {
 	Key, Value []byte
 	Headers    []Header
 	Time       time.Time
-	Partition  int32
+	// Partition is the record's own partition when Pinned (replay keeps
+	// captured partitions); one the topic does not have, or none, lets the
+	// partitioner choose.
+	Partition int32
+	Pinned    bool
 }
 
 // Offsets inside a v2 record batch (the magic 2 format, KIP-98): the fields
