@@ -10,6 +10,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/logstore/logstore/internal/kafka/producer"
 	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
 )
@@ -44,56 +45,74 @@ const headerError = "logstore.error"
 // kafkaDeadLetters produces each dead letter, original key and value, to a
 // topic; the reason and the source position travel in headers. Guarantee: at
 // least once (a crash between produce and commit produces it again; the
-// source headers identify repeats).
+// source headers identify repeats); a produce retried within a run is not
+// written twice (the producer is idempotent).
 type kafkaDeadLetters struct {
-	w     *kafka.Writer
+	p     *producer.Producer
+	topic string
 	stats *Stats       // nil: not counted
 	log   *slog.Logger // nil: slog.Default()
 }
 
-func newKafkaDeadLetters(conn *Clients, topic string) *kafkaDeadLetters {
-	return &kafkaDeadLetters{w: &kafka.Writer{
-		Addr:         kafka.TCP(conn.Brokers...),
-		Transport:    conn.Transport,
-		Topic:        topic,
-		Balancer:     &kafka.Hash{},
-		RequiredAcks: kafka.RequireAll,
-		BatchTimeout: 20 * time.Millisecond,
+// newKafkaDeadLetters produces to topic on the input cluster; keyless
+// letters go to partitions led in rack when inZone (produced counts the
+// bytes).
+func newKafkaDeadLetters(conn *Clients, topic, rack string, inZone bool, produced *producer.Stats) (*kafkaDeadLetters, error) {
+	part := producer.Sticky
+	if inZone {
+		part = producer.RackAware
+	}
+	p, err := newProducer(conn, producer.Config{
+		Rack: rack, Partitioner: part, Stats: produced,
+		Linger: 20 * time.Millisecond,
 		// The dead-letter topic may not exist on a fresh cluster.
-		AllowAutoTopicCreation: true,
-	}}
+		AutoCreateTopics: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dead-letter topic %s: %w", topic, err)
+	}
+	return &kafkaDeadLetters{p: p, topic: topic}, nil
 }
 
 func (k *kafkaDeadLetters) writeDeadLetters(ctx context.Context, b *deadBatch) error {
-	msgs := make([]kafka.Message, len(b.Letters))
+	recs := make([]producer.Record, len(b.Letters))
 	for i, dl := range b.Letters {
 		r := &dl.Record
-		headers := make([]kafka.Header, 0, len(r.Headers)+4)
-		headers = append(headers, r.Headers...)
-		headers = append(headers,
-			kafka.Header{Key: headerError, Value: []byte(dl.Reason)},
-			kafka.Header{Key: sink.HeaderSourceTopic, Value: []byte(r.Topic)},
-			kafka.Header{Key: sink.HeaderSourcePartition, Value: []byte(strconv.Itoa(r.Partition))},
-			kafka.Header{Key: sink.HeaderSourceOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
-		)
-		msgs[i] = kafka.Message{Key: r.Key, Value: r.Value, Headers: headers, Time: r.Time}
+		headers := make([]producer.Header, 0, len(r.Headers)+4)
+		for _, h := range r.Headers {
+			headers = append(headers, producer.Header{Key: h.Key, Value: h.Value})
+		}
+		headers = append(headers, letterHeaders(dl)...)
+		recs[i] = producer.Record{Key: r.Key, Value: r.Value, Headers: headers, Time: r.Time}
 	}
-	err := k.w.WriteMessages(ctx, msgs...)
+	err := k.p.Produce(ctx, k.topic, recs)
 	if err == nil {
 		return nil
 	}
-	if !tooLarge(err) {
-		return fmt.Errorf("dead-letter topic %s: %w", k.w.Topic, err)
+	var perr *producer.Error
+	if !tooLarge(err) || !errors.As(err, &perr) {
+		return fmt.Errorf("dead-letter topic %s: %w", k.topic, err)
 	}
-	// Some letter is over the writer's batch_bytes or the topic's
-	// max.message.bytes (the broker refuses the whole request and does not
-	// say which): one at a time, and cut the ones that do not fit.
-	for i := range msgs {
-		if err := k.writeOne(ctx, &msgs[i], &b.Letters[i]); err != nil {
+	// Some letters are over the topic's max.message.bytes (the producer
+	// names them; the others are written): cut those to fit.
+	for _, re := range perr.Records {
+		if err := k.writeCut(ctx, &b.Letters[re.Index], re.Err); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// letterHeaders are the headers every dead letter carries: the reason and
+// the source coordinates.
+func letterHeaders(dl RejectedRecord) []producer.Header {
+	r := &dl.Record
+	return []producer.Header{
+		{Key: headerError, Value: []byte(dl.Reason)},
+		{Key: sink.HeaderSourceTopic, Value: []byte(r.Topic)},
+		{Key: sink.HeaderSourcePartition, Value: []byte(strconv.Itoa(r.Partition))},
+		{Key: sink.HeaderSourceOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
+	}
 }
 
 // truncatedValueBytes is what a dead letter too big for its topic keeps of
@@ -104,28 +123,22 @@ const truncatedValueBytes = 1024
 // to fit the dead-letter topic: the value's original size in bytes.
 const headerTruncated = "logstore.truncated"
 
-// writeOne produces one dead letter; one too big for the topic goes as a
-// truncated letter (the reason, the source coordinates and the value's
+// writeCut produces a dead letter the topic refused (err) for its size as
+// a truncated letter (the reason, the source coordinates and the value's
 // first KiB), then as the reason and coordinates alone. A letter even that
 // does not fit is logged with its coordinates and counted
 // (logstore_dead_letters_unwritable_total) instead of holding the
 // partition: the record is still in the source topic until retention, and
 // whole in _errors/ when dead_letter.files is on.
-func (k *kafkaDeadLetters) writeOne(ctx context.Context, m *kafka.Message, dl *RejectedRecord) error {
+func (k *kafkaDeadLetters) writeCut(ctx context.Context, dl *RejectedRecord, err error) error {
 	r := &dl.Record
-	err := k.w.WriteMessages(ctx, *m)
 	for _, keep := range []int{truncatedValueBytes, 0} {
 		if !tooLarge(err) {
 			break
 		}
-		cut := kafka.Message{Value: r.Value[:min(keep, len(r.Value))], Time: r.Time, Headers: []kafka.Header{
-			{Key: headerError, Value: []byte(dl.Reason)},
-			{Key: headerTruncated, Value: []byte(strconv.Itoa(len(r.Value)))},
-			{Key: sink.HeaderSourceTopic, Value: []byte(r.Topic)},
-			{Key: sink.HeaderSourcePartition, Value: []byte(strconv.Itoa(r.Partition))},
-			{Key: sink.HeaderSourceOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
-		}}
-		if err = k.w.WriteMessages(ctx, cut); err == nil && k.stats != nil {
+		cut := producer.Record{Value: r.Value[:min(keep, len(r.Value))], Time: r.Time,
+			Headers: append([]producer.Header{{Key: headerTruncated, Value: []byte(strconv.Itoa(len(r.Value)))}}, letterHeaders(*dl)...)}
+		if err = k.p.Produce(ctx, k.topic, []producer.Record{cut}); err == nil && k.stats != nil {
 			k.stats.TruncatedLetters.Add(1)
 		}
 	}
@@ -138,33 +151,22 @@ func (k *kafkaDeadLetters) writeOne(ctx context.Context, m *kafka.Message, dl *R
 			log = slog.Default()
 		}
 		log.Error("a dead letter does not fit the dead-letter topic even without its value; it is only logged",
-			"dead_letter_topic", k.w.Topic, "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", dl.Reason)
+			"dead_letter_topic", k.topic, "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", dl.Reason)
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("dead-letter topic %s: %w", k.w.Topic, err)
+		return fmt.Errorf("dead-letter topic %s: %w", k.topic, err)
 	}
 	return nil
 }
 
-// tooLarge says a produce failed for a record's size: the writer's
-// batch_bytes or the broker's max.message.bytes.
+// tooLarge says a produce failed for a record's size: the broker's
+// max.message.bytes.
 func tooLarge(err error) bool {
-	if errors.Is(err, kafka.MessageSizeTooLarge) {
-		return true
-	}
-	var werr kafka.WriteErrors
-	if errors.As(err, &werr) {
-		for _, e := range werr {
-			if errors.Is(e, kafka.MessageSizeTooLarge) {
-				return true
-			}
-		}
-	}
-	return false
+	return errors.Is(err, kafka.MessageSizeTooLarge) || errors.Is(err, kafka.RecordListTooLarge)
 }
 
-func (k *kafkaDeadLetters) Close() error { return k.w.Close() }
+func (k *kafkaDeadLetters) Close() error { return k.p.Close() }
 
 // fileDeadLetters writes a batch's dead letters as Parquet under the files
 // sink's _errors/ folder, named after the batch. Guarantee: exactly once,

@@ -16,17 +16,18 @@ import (
 // dead-letter topic's size limit is produced cut to fit, with its reason
 // and coordinates, instead of holding the partition for ever.
 func TestKafkaDeadLettersTooBigAreTruncated(t *testing.T) {
-	c := fakeCluster(t, kfake.SeedTopics(1, "dlq"))
+	c := fakeCluster(t, kfake.SeedTopics(1, "dlq"), kfake.BrokerConfigs(map[string]string{"message.max.bytes": "4096"}))
 	stats := newStats()
-	k := &kafkaDeadLetters{stats: stats, w: &kafka.Writer{
-		Addr: kafka.TCP(c.ListenAddrs()...), Topic: "dlq", BatchBytes: 4096,
-		BatchTimeout: 10 * time.Millisecond, RequiredAcks: kafka.RequireAll, Transport: &kafka.Transport{},
-	}}
+	k, err := newKafkaDeadLetters(&Clients{Brokers: c.ListenAddrs()}, "dlq", "", false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.stats = stats
 	defer k.Close()
 	big := bytes.Repeat([]byte("x"), 10000)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := k.writeDeadLetters(ctx, &deadBatch{Topic: "logs", Partition: 3, First: 10, Last: 12, Letters: []RejectedRecord{
+	err = k.writeDeadLetters(ctx, &deadBatch{Topic: "logs", Partition: 3, First: 10, Last: 12, Letters: []RejectedRecord{
 		{Reason: "bad json", Record: record.Record{Topic: "logs", Partition: 3, Offset: 10, Value: []byte("{")}},
 		{Reason: "sink refused the row", Record: record.Record{Topic: "logs", Partition: 3, Offset: 11, Value: big}},
 	}})

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/logstore/logstore/internal/confkey"
+	"github.com/logstore/logstore/internal/kafka/producer"
 	"github.com/logstore/logstore/pipeline/fetch"
 	"github.com/logstore/logstore/rack"
 	"github.com/logstore/logstore/sink"
@@ -35,6 +36,34 @@ type Metrics struct {
 	held       prometheus.Gauge
 	partitions partitionCollector
 	ready      readiness
+}
+
+// watchProduce exports the bytes the member's producers wrote, by
+// locality against its rack, like logstore_fetch_bytes_total.
+func (m *Metrics) watchProduce(s *producer.Stats, rack string) {
+	m.reg.MustRegister(&produceCollector{s: s, rack: rack})
+}
+
+// produceCollector exports produced bytes by broker, broker rack and
+// locality.
+type produceCollector struct {
+	s    *producer.Stats
+	rack string
+}
+
+var produceBytesDesc = prometheus.NewDesc("logstore_produce_bytes_total",
+	"Record-batch bytes the brokers acknowledged (Kafka output and dead-letter topic), by the leader that took them; locality is same-rack or cross-rack.", []string{"broker", "broker_rack", "locality"}, nil)
+
+func (c *produceCollector) Describe(ch chan<- *prometheus.Desc) { ch <- produceBytesDesc }
+
+func (c *produceCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, b := range c.s.Snapshot().Brokers {
+		locality := "cross-rack"
+		if c.rack != "" && b.Rack == c.rack {
+			locality = "same-rack"
+		}
+		ch <- prometheus.MustNewConstMetric(produceBytesDesc, prometheus.CounterValue, float64(b.Bytes), strconv.Itoa(int(b.ID)), b.Rack, locality)
+	}
 }
 
 // Retry operations (logstore_retries_total's op) and commit steps

@@ -8,17 +8,20 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"sort"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/logstore/logstore/internal/kafka/producer"
 )
 
 // capturedRecord is one line of a capture file:
 // {"key": "...", "value": ..., "timestamp": ..., "headers": ..., "partition": N}.
 // value is a string, or any JSON value (kept as its JSON text); timestamp is
 // RFC 3339 or epoch milliseconds; headers is an object or a list of
-// {"key", "value"}; a missing partition is chosen by key hash.
+// {"key", "value"}; a missing partition (or one the topic does not have) is
+// chosen as for any record: by murmur2 of the key, as the Java client does,
+// or the sticky partition for a record without one.
 type capturedRecord struct {
 	Key       *string         `json:"key"`
 	Value     json.RawMessage `json:"value"`
@@ -30,29 +33,25 @@ type capturedRecord struct {
 // ReplayFile produces a capture file (one JSON record a line) into topic,
 // keeping each record's partition and timestamp: the way to replay
 // production samples against a local cluster. It returns the records sent.
-// At least once: kafka-go's writer has no idempotent producer, so a produce
-// it retries after a timeout may land twice (a loaded test cluster did,
-// for about 0.1 % of a million records).
+// Each record is written once: the producer is idempotent, so a produce it
+// retries after a timeout is dropped by the broker if the first attempt
+// landed. A replay that fails and is run again writes again what the failed
+// run had written.
 func ReplayFile(ctx context.Context, conn *Clients, topic string, in io.Reader, log *slog.Logger) (int, error) {
-	w := &kafka.Writer{
-		Addr:         kafka.TCP(conn.Brokers...),
-		Transport:    conn.Transport,
-		Topic:        topic,
-		Balancer:     keepPartition{fallback: &kafka.Hash{}},
-		RequiredAcks: kafka.RequireAll,
-		BatchSize:    1000,
-		BatchTimeout: 10 * time.Millisecond,
+	w, err := newProducer(conn, producer.Config{BatchRecords: 1000, Linger: 10 * time.Millisecond, Log: log})
+	if err != nil {
+		return 0, err
 	}
 	defer w.Close()
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	batch := make([]kafka.Message, 0, 1000)
+	batch := make([]producer.Record, 0, 1000)
 	sent, line := 0, 0
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		if err := w.WriteMessages(ctx, batch...); err != nil {
+		if err := w.Produce(ctx, topic, batch); err != nil {
 			return fmt.Errorf("producing to %s: %w", topic, err)
 		}
 		sent += len(batch)
@@ -82,14 +81,14 @@ func ReplayFile(ctx context.Context, conn *Clients, topic string, in io.Reader, 
 	return sent, flush()
 }
 
-func parseCaptured(b []byte) (kafka.Message, error) {
+func parseCaptured(b []byte) (producer.Record, error) {
 	var r capturedRecord
 	if err := json.Unmarshal(b, &r); err != nil {
-		return kafka.Message{}, fmt.Errorf("not a JSON record: %w", err)
+		return producer.Record{}, fmt.Errorf("not a JSON record: %w", err)
 	}
-	m := kafka.Message{Partition: -1}
-	if r.Partition != nil {
-		m.Partition = *r.Partition
+	var m producer.Record
+	if r.Partition != nil && *r.Partition >= 0 && *r.Partition <= math.MaxInt32 {
+		m.Partition, m.Pinned = int32(*r.Partition), true
 	}
 	if r.Key != nil {
 		m.Key = []byte(*r.Key)
@@ -119,15 +118,15 @@ func parseCaptured(b []byte) (kafka.Message, error) {
 	return m, err
 }
 
-func parseHeaders(raw json.RawMessage) ([]kafka.Header, error) {
+func parseHeaders(raw json.RawMessage) ([]producer.Header, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
 	var list []struct{ Key, Value string }
 	if err := json.Unmarshal(raw, &list); err == nil {
-		hs := make([]kafka.Header, len(list))
+		hs := make([]producer.Header, len(list))
 		for i, h := range list {
-			hs[i] = kafka.Header{Key: h.Key, Value: []byte(h.Value)}
+			hs[i] = producer.Header{Key: h.Key, Value: []byte(h.Value)}
 		}
 		return hs, nil
 	}
@@ -140,24 +139,9 @@ func parseHeaders(raw json.RawMessage) ([]kafka.Header, error) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys) // a JSON object has no order; make the replay's deterministic
-	hs := make([]kafka.Header, len(keys))
+	hs := make([]producer.Header, len(keys))
 	for i, k := range keys {
-		hs[i] = kafka.Header{Key: k, Value: []byte(obj[k])}
+		hs[i] = producer.Header{Key: k, Value: []byte(obj[k])}
 	}
 	return hs, nil
-}
-
-// keepPartition sends a record to the partition it names, or lets fallback
-// choose when it names none.
-type keepPartition struct{ fallback kafka.Balancer }
-
-func (k keepPartition) Balance(m kafka.Message, partitions ...int) int {
-	if m.Partition >= 0 {
-		for _, p := range partitions {
-			if p == m.Partition {
-				return p
-			}
-		}
-	}
-	return k.fallback.Balance(m, partitions...)
 }

@@ -3,7 +3,9 @@ package pipeline
 import (
 	"context"
 
+	"github.com/logstore/logstore/internal/kafka/producer"
 	"github.com/logstore/logstore/pipeline/decode"
+	"github.com/logstore/logstore/rack"
 	"github.com/logstore/logstore/sink"
 )
 
@@ -16,10 +18,16 @@ func (j *Job) openSinks(ctx context.Context, deps Deps) error {
 	}
 	j.decoder = dec // safe for every partition worker at once
 	var files *sink.Files
+	// The Kafka sink and the dead-letter topic count what they produce
+	// together, by locality.
+	produced := &producer.Stats{}
+	j.metrics.watchProduce(produced, j.rack.Rack)
 	if deps.Sinks != nil {
 		j.sinks = deps.Sinks
 	} else {
-		s, err := sink.New(ctx, j.cfg.Sinks, sink.Deps{KafkaBrokers: j.cfg.Kafka.Brokers, KafkaTransport: j.conn.Transport, Schema: dec.Schema()})
+		s, err := sink.New(ctx, j.cfg.Sinks, sink.Deps{KafkaBrokers: j.cfg.Kafka.Brokers, Schema: dec.Schema(), Kafka: sink.KafkaDeps{
+			Dial: j.conn.produceDial(), Rack: j.rack.Rack, RackMatched: j.produceInZone(), Stats: produced, Log: j.log,
+		}})
 		if err != nil {
 			return prefixed("sinks.", err)
 		}
@@ -31,7 +39,10 @@ func (j *Job) openSinks(ctx context.Context, deps Deps) error {
 		}
 	}
 	if t := j.cfg.DeadLetter.Topic; t != "" {
-		k := newKafkaDeadLetters(j.conn, t)
+		k, err := newKafkaDeadLetters(j.conn, t, j.rack.Rack, j.produceInZone(), produced)
+		if err != nil {
+			return err
+		}
 		k.stats, k.log = j.stats, j.log
 		j.dead = append(j.dead, k)
 		j.closers = append(j.closers, k.Close)
@@ -40,4 +51,11 @@ func (j *Job) openSinks(ctx context.Context, deps Deps) error {
 		j.dead = append(j.dead, fileDeadLetters{files})
 	}
 	return nil
+}
+
+// produceInZone says whether producers place keyless records in the
+// member's zone by default: when the zone matched a broker rack, unless
+// the job runs rack-blind (the baseline for measurement).
+func (j *Job) produceInZone() bool {
+	return j.rack.Matched && j.cfg.Rack.Mode != rack.ModeBlind
 }

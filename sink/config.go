@@ -132,6 +132,13 @@ type KafkaOutputConfig struct {
 	BatchTimeout time.Duration `yaml:"batch_timeout"`
 	MaxAttempts  int           `yaml:"max_attempts"`
 	WriteTimeout time.Duration `yaml:"write_timeout"`
+	// Partitioner places rows without a key: rack-aware (a partition led
+	// in the member's zone, KIP-1123) or sticky (any partition, KIP-794).
+	// Empty: rack-aware when the member's zone matched a broker rack.
+	Partitioner string `yaml:"partitioner"`
+	// MetadataMaxAge is how often the producer asks for leaders without
+	// an error to make it: how soon a leader back in this zone is used.
+	MetadataMaxAge time.Duration `yaml:"metadata_max_age"`
 }
 
 // The allowed values of enumerated keys, in the order the docs give them.
@@ -144,6 +151,13 @@ var (
 	S3SSEModes               = []string{"none", "aes256", "aws:kms"}
 	KafkaValues              = []string{"json", "original"}
 	KafkaCompressions        = []string{"none", "gzip", "snappy", "lz4", "zstd"}
+	KafkaPartitioners        = []string{PartitionerRackAware, PartitionerSticky}
+)
+
+// The Kafka sink's partitioners (sinks.kafka.partitioner).
+const (
+	PartitionerRackAware = "rack-aware"
+	PartitionerSticky    = "sticky"
 )
 
 const (
@@ -225,6 +239,7 @@ func (k *KafkaOutputConfig) setDefaults() {
 	confkey.Default(&k.BatchTimeout, 50*time.Millisecond)
 	confkey.Default(&k.MaxAttempts, 10)
 	confkey.Default(&k.WriteTimeout, 10*time.Second)
+	confkey.Default(&k.MetadataMaxAge, 2*time.Second)
 }
 
 // envEndpoint is the S3 endpoint the SDK takes from the environment.
@@ -380,6 +395,12 @@ func (k *KafkaOutputConfig) validate() error {
 	}
 	if k.WriteTimeout < time.Second {
 		return confkey.Errorf("kafka.write_timeout", "%s is below the minimum of 1s", k.WriteTimeout)
+	}
+	if k.Partitioner != "" && !slices.Contains(KafkaPartitioners, k.Partitioner) {
+		return confkey.Errorf("kafka.partitioner", "%q is not one of %s", k.Partitioner, strings.Join(KafkaPartitioners, ", "))
+	}
+	if k.MetadataMaxAge < 100*time.Millisecond {
+		return confkey.Errorf("kafka.metadata_max_age", "%s is below the minimum of 100ms", k.MetadataMaxAge)
 	}
 	return nil
 }

@@ -61,6 +61,8 @@ func TestConfigValidateNamesTheKey(t *testing.T) {
 		{"kafka.topic", func(c *Config) { c.Kafka.Topic = "" }},
 		{"kafka.value", func(c *Config) { c.Kafka.Value = "avro" }},
 		{"kafka.compression", func(c *Config) { c.Kafka.Compression = "brotli" }},
+		{"kafka.partitioner", func(c *Config) { c.Kafka.Partitioner = "round-robin" }},
+		{"kafka.metadata_max_age", func(c *Config) { c.Kafka.MetadataMaxAge = time.Millisecond }},
 	} {
 		c := Config{Files: &FilesConfig{URL: "file:///tmp/x"}, Kafka: &KafkaOutputConfig{Topic: "t"}}
 		c.SetDefaults()

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/compress"
 
 	"github.com/logstore/logstore/internal/confkey"
+	"github.com/logstore/logstore/internal/kafka/producer"
 )
 
 // The headers every produced record carries, naming the input record it
@@ -23,19 +26,34 @@ const (
 
 // Kafka produces every row of a batch to a topic and returns once the
 // brokers acknowledged all of them with acks=all. Delivery is at least once:
-// a batch written again is produced again, and the logstore.source.*
-// headers let consumers drop the repeats.
+// a batch written again (after a crash or a rebalance) is produced again,
+// and the logstore.source.* headers let consumers drop the repeats. Within
+// one run a produce is never written twice by a retry (the producer is
+// idempotent), and keyless rows go to partitions led in the member's zone
+// (partitioner rack-aware).
 type Kafka struct {
-	w       *kafka.Writer
+	p       *producer.Producer
 	cfg     *KafkaOutputConfig
 	brokers []string
 }
 
+// KafkaDeps is what the Kafka sink takes from the job.
+type KafkaDeps struct {
+	// Dial opens connections with the input cluster's TLS and SASL; nil
+	// is plain TCP.
+	Dial producer.DialFunc
+	// Rack is the member's zone, and RackMatched says it is one of the
+	// brokers' racks: the default partitioner is rack-aware only then.
+	Rack        string
+	RackMatched bool
+	// Stats counts produced bytes by locality; nil counts nothing.
+	Stats *producer.Stats
+	Log   *slog.Logger
+}
+
 // newKafka makes the producer. brokers are the output cluster's bootstrap
-// servers; transport carries TLS and SASL (nil is plain TCP on a transport
-// of its own: kafka-go's shared default keeps a failed metadata answer for
-// every later client in the process). cfg must have had SetDefaults.
-func newKafka(cfg *KafkaOutputConfig, brokers []string, transport kafka.RoundTripper) (*Kafka, error) {
+// servers. cfg must have had SetDefaults.
+func newKafka(cfg *KafkaOutputConfig, brokers []string, deps KafkaDeps) (*Kafka, error) {
 	if len(brokers) == 0 {
 		return nil, confkey.Errorf("kafka.brokers", "no brokers for the output topic %q", cfg.Topic)
 	}
@@ -43,58 +61,103 @@ func newKafka(cfg *KafkaOutputConfig, brokers []string, transport kafka.RoundTri
 	if err != nil {
 		return nil, err
 	}
-	if transport == nil {
-		transport = &kafka.Transport{}
+	part := cfg.partitioner(deps.RackMatched)
+	log := deps.Log
+	if log == nil {
+		log = slog.Default()
 	}
-	w := &kafka.Writer{
-		Addr:         kafka.TCP(brokers...),
-		Topic:        cfg.Topic,
-		Balancer:     &kafka.Murmur2Balancer{}, // the Java client's partitioner: same key, same partition
-		MaxAttempts:  cfg.MaxAttempts,
-		BatchSize:    cfg.BatchSize,
-		BatchBytes:   cfg.BatchBytes,
-		BatchTimeout: cfg.BatchTimeout,
-		WriteTimeout: cfg.WriteTimeout,
-		RequiredAcks: kafka.RequireAll,
-		Compression:  codec,
-		Transport:    transport,
+	if part == producer.RackAware && !deps.RackMatched {
+		log.Warn("sinks.kafka.partitioner is rack-aware but the member's zone matches no broker rack: keyless rows go to every partition", "rack", deps.Rack)
 	}
-	return &Kafka{w: w, cfg: cfg, brokers: brokers}, nil
+	p, err := producer.New(producer.Config{
+		Brokers:        brokers,
+		Dial:           deps.Dial,
+		ClientID:       "logstore",
+		Rack:           deps.Rack,
+		Partitioner:    part,
+		Compression:    codec,
+		BatchRecords:   cfg.BatchSize,
+		BatchBytes:     int(cfg.BatchBytes),
+		Linger:         cfg.BatchTimeout,
+		RequestTimeout: cfg.WriteTimeout,
+		MaxAttempts:    cfg.MaxAttempts,
+		MetadataMaxAge: cfg.MetadataMaxAge,
+		Stats:          deps.Stats,
+		Log:            log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("kafka sink", "topic", cfg.Topic, "partitioner", part.String(), "rack", deps.Rack)
+	return &Kafka{p: p, cfg: cfg, brokers: brokers}, nil
 }
 
-func kafkaCodec(name string) (kafka.Compression, error) {
+// partitioner is where keyless rows go: as sinks.kafka.partitioner says,
+// and by default in the member's zone when it matched a broker rack.
+func (k *KafkaOutputConfig) partitioner(rackMatched bool) producer.Partitioner {
+	if k.Partitioner == PartitionerRackAware || k.Partitioner == "" && rackMatched {
+		return producer.RackAware
+	}
+	return producer.Sticky
+}
+
+// kafkaCodec is the record-batch compression a sinks.kafka.compression
+// value names.
+func kafkaCodec(name string) (compress.Compression, error) {
 	switch name {
 	case "none":
-		return 0, nil
+		return compress.None, nil
 	case "gzip":
-		return kafka.Gzip, nil
+		return compress.Gzip, nil
 	case "snappy":
-		return kafka.Snappy, nil
+		return compress.Snappy, nil
 	case "lz4":
-		return kafka.Lz4, nil
+		return compress.Lz4, nil
 	case "zstd":
-		return kafka.Zstd, nil
+		return compress.Zstd, nil
 	}
 	return 0, confkey.Errorf("kafka.compression", "%q is not one of none, gzip, snappy, lz4, zstd", name)
 }
 
-// Write produces the batch's rows and waits for all acknowledgements.
+// Write produces the batch's rows and waits for all acknowledgements. A
+// record the brokers refuse for its size (over the topic's
+// max.message.bytes though under batch_bytes) is its row's fault: it comes
+// back as a RowError, for the dead letters.
 func (k *Kafka) Write(ctx context.Context, b *Batch) error {
 	if len(b.Rows) == 0 {
 		return nil
 	}
-	msgs, err := kafkaMessages(k.cfg, b)
+	recs, err := kafkaRecords(k.cfg, b)
 	if err != nil {
 		return err
 	}
-	if err := k.w.WriteMessages(ctx, msgs...); err != nil {
-		var werr kafka.WriteErrors
-		if errors.As(err, &werr) {
-			return fmt.Errorf("kafka: producing %s: %d of %d records failed, first: %w", b.Name(), werr.Count(), len(msgs), firstError(werr))
-		}
-		return fmt.Errorf("kafka: producing %s to %q: %w", b.Name(), k.cfg.Topic, err)
+	err = k.p.Produce(ctx, k.cfg.Topic, recs)
+	if err == nil {
+		return nil
 	}
-	return nil
+	var perr *producer.Error
+	if errors.As(err, &perr) {
+		if refused := tooLargeRows(b, perr); refused != nil {
+			return refused
+		}
+		return fmt.Errorf("kafka: producing %s: %w", b.Name(), err)
+	}
+	return fmt.Errorf("kafka: producing %s to %q: %w", b.Name(), k.cfg.Topic, err)
+}
+
+// tooLargeRows names the rows of b whose records failed for their size
+// alone, or nil when any record failed for another reason (which a retry
+// may fix).
+func tooLargeRows(b *Batch, perr *producer.Error) RowErrors {
+	var out RowErrors
+	for _, r := range perr.Records {
+		if !errors.Is(r.Err, kafka.MessageSizeTooLarge) && !errors.Is(r.Err, kafka.RecordListTooLarge) {
+			return nil
+		}
+		out = append(out, &RowError{Topic: b.Topic, Partition: b.Partition, Index: r.Index, Offset: sourceOffset(b, r.Index),
+			Err: fmt.Errorf("kafka: the output topic refused the record for its size (its max.message.bytes): %w", r.Err)})
+	}
+	return out
 }
 
 // Stage produces rows of the open batch at once, so the batch need not
@@ -107,21 +170,12 @@ func (k *Kafka) Stage(ctx context.Context, b *Batch) (full bool, err error) {
 // Discard has nothing to drop: staged rows are already produced.
 func (k *Kafka) Discard(string, int, string) {}
 
-func firstError(errs kafka.WriteErrors) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// Close stops the producer.
+func (k *Kafka) Close() error { return k.p.Close() }
 
-// Close flushes and closes the producer.
-func (k *Kafka) Close() error { return k.w.Close() }
-
-// kafkaMessages turns a batch into the records Write produces: key from the
+// kafkaRecords turns a batch into the records Write produces: key from the
 // key column, value per `value`, and the source headers.
-func kafkaMessages(cfg *KafkaOutputConfig, b *Batch) ([]kafka.Message, error) {
+func kafkaRecords(cfg *KafkaOutputConfig, b *Batch) ([]producer.Record, error) {
 	keyCol := -1
 	if cfg.Key != "" {
 		if keyCol = b.Schema.Index(cfg.Key); keyCol < 0 {
@@ -134,7 +188,7 @@ func kafkaMessages(cfg *KafkaOutputConfig, b *Batch) ([]kafka.Message, error) {
 	}
 	topic := []byte(b.Topic)
 	partition := []byte(strconv.Itoa(b.Partition))
-	msgs := make([]kafka.Message, len(b.Rows))
+	msgs := make([]producer.Record, len(b.Rows))
 	// One buffer for every JSON value, cut into the messages at the end.
 	var buf []byte
 	ends := make([]int, len(b.Rows))
@@ -152,7 +206,7 @@ func kafkaMessages(cfg *KafkaOutputConfig, b *Batch) ([]kafka.Message, error) {
 			}
 			ends[i] = len(buf)
 		}
-		m.Headers = []kafka.Header{
+		m.Headers = []producer.Header{
 			{Key: HeaderSourceTopic, Value: topic},
 			{Key: HeaderSourcePartition, Value: partition},
 			{Key: HeaderSourceOffset, Value: strconv.AppendInt(nil, sourceOffset(b, i), 10)},
@@ -166,8 +220,8 @@ func kafkaMessages(cfg *KafkaOutputConfig, b *Batch) ([]kafka.Message, error) {
 			m.Value = buf[start:ends[i]:ends[i]]
 			start = ends[i]
 		}
-		// kafka-go refuses the whole call for one record over batch_bytes;
-		// name every such record instead, so they go to the dead letters.
+		// A record over batch_bytes is refused here, named, so it goes to
+		// the dead letters (CheckRows usually took it out before).
 		if size := recordSize(m); size > cfg.BatchBytes {
 			refused = append(refused, &RowError{Topic: b.Topic, Partition: b.Partition, Index: i, Offset: sourceOffset(b, i),
 				Err: fmt.Errorf("kafka: a record of %d bytes is over sinks.kafka.batch_bytes (%d)", size, cfg.BatchBytes)})
@@ -179,9 +233,9 @@ func kafkaMessages(cfg *KafkaOutputConfig, b *Batch) ([]kafka.Message, error) {
 	return msgs, nil
 }
 
-// recordSize is a record's key, value and header bytes, a little under
-// what kafka-go counts against batch_bytes.
-func recordSize(m *kafka.Message) int64 {
+// recordSize is a record's key, value and header bytes, what batch_bytes
+// bounds.
+func recordSize(m *producer.Record) int64 {
 	n := len(m.Key) + len(m.Value)
 	for _, h := range m.Headers {
 		n += len(h.Key) + len(h.Value)
@@ -208,24 +262,16 @@ func keyBytes(v any) []byte {
 }
 
 // Preflight asks the output cluster for the topic's metadata; a missing
-// topic fails here rather than after MaxAttempts at the first batch (the
-// writer does not create topics).
+// topic fails here rather than at the first batch (the producer does not
+// create topics).
 func (k *Kafka) Preflight(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	brokers := k.brokers
-	c := &kafka.Client{Addr: k.w.Addr, Transport: k.w.Transport}
-	md, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{k.cfg.Topic}})
-	if err != nil {
-		return fmt.Errorf("kafka sink: reading metadata of topic %q from %v: %w", k.cfg.Topic, brokers, err)
-	}
-	for _, t := range md.Topics {
-		if t.Name == k.cfg.Topic && t.Error == nil && len(t.Partitions) > 0 {
-			return nil
+	if _, err := k.p.Partitions(ctx, k.cfg.Topic); err != nil {
+		if errors.Is(err, kafka.UnknownTopicOrPartition) {
+			return fmt.Errorf("kafka sink: output topic %q does not exist on %v; create it or fix sinks.kafka.topic", k.cfg.Topic, k.brokers)
 		}
-		if t.Name == k.cfg.Topic && t.Error != nil {
-			return fmt.Errorf("kafka sink: output topic %q on %v: %w; create it or fix sinks.kafka.topic", k.cfg.Topic, brokers, t.Error)
-		}
+		return fmt.Errorf("kafka sink: reading metadata of topic %q from %v: %w", k.cfg.Topic, k.brokers, err)
 	}
-	return fmt.Errorf("kafka sink: output topic %q does not exist on %v; create it or fix sinks.kafka.topic", k.cfg.Topic, brokers)
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/logstore/logstore/internal/kafka/producer"
 	"github.com/logstore/logstore/internal/testkit"
 )
 
@@ -95,5 +96,51 @@ func TestKafkaIntegrationEveryRowWithItsSourceHeaders(t *testing.T) {
 				t.Errorf("in[%s]@%d arrived %d times, want %d", p, off, n, want)
 			}
 		}
+	}
+}
+
+// A member in az-a with the default partitioner (its zone matched a
+// broker rack) produces keyless rows only to the partitions broker 1
+// leads, and counts every produced byte same-rack; the Java client's
+// murmur2 still places keyed rows (the test above).
+func TestKafkaIntegrationKeylessRowsStayInTheMembersZone(t *testing.T) {
+	client := testkit.RequireCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// Partitions 0 and 3 are led by broker 1 (az-a).
+	topic := testkit.CreateTopic(t, client, []int{1, 2, 3}, []int{2, 3, 1}, []int{3, 1, 2}, []int{1, 3, 2}, []int{2, 1, 3}, []int{3, 2, 1})
+	stats := &producer.Stats{}
+	sinks, err := New(ctx, Config{Kafka: &KafkaOutputConfig{Topic: topic, BatchBytes: 64 << 10}},
+		Deps{KafkaBrokers: testkit.Brokers, Schema: logSchema, Kafka: KafkaDeps{Rack: "az-a", RackMatched: true, Stats: stats}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sinks.Close()
+	const batches, per = 10, 500
+	for p := range batches {
+		rows := logRows(time.Date(2026, 12, 2, 7, 0, 0, 0, time.UTC), per)
+		b := &Batch{Topic: "in", Partition: p, First: 0, Last: per - 1, Schema: logSchema, Rows: rows}
+		if err := sinks.Write(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: testkit.Brokers, GroupTopics: []string{topic}, GroupID: topic + "-check", StartOffset: kafka.FirstOffset, MaxWait: 200 * time.Millisecond})
+	defer r.Close()
+	byPartition := map[int]int{}
+	for range batches * per {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			t.Fatalf("after %v: %v", byPartition, err)
+		}
+		byPartition[m.Partition]++
+	}
+	t.Logf("keyless rows by partition: %v", byPartition)
+	for p, n := range byPartition {
+		if p != 0 && p != 3 {
+			t.Errorf("%d keyless rows on partition %d, not led in az-a", n, p)
+		}
+	}
+	if snap := stats.Snapshot(); snap.CrossRackBytes != 0 || snap.SameRackBytes == 0 {
+		t.Errorf("produced bytes same-rack %d, cross-rack %d; want all same-rack", snap.SameRackBytes, snap.CrossRackBytes)
 	}
 }

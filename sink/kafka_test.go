@@ -11,6 +11,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/logstore/logstore/internal/kafka/producer"
 )
 
 func TestAppendRowJSON(t *testing.T) {
@@ -63,12 +65,12 @@ func kafkaBatch() *Batch {
 	return b
 }
 
-func TestKafkaMessages(t *testing.T) {
+func TestKafkaRecords(t *testing.T) {
 	b := kafkaBatch()
 	for _, value := range KafkaValues {
 		cfg := &KafkaOutputConfig{Topic: "out", Key: "service", Value: value}
 		cfg.setDefaults()
-		msgs, err := kafkaMessages(cfg, b)
+		msgs, err := kafkaRecords(cfg, b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,33 +86,33 @@ func TestKafkaMessages(t *testing.T) {
 			if string(m.Value) != wantValue {
 				t.Errorf("%s: value %q, want %q", value, m.Value, wantValue)
 			}
-			checkSourceHeaders(t, m, "in", 7, 100+int64(i))
+			got := map[string]string{}
+			for _, h := range m.Headers {
+				got[h.Key] = string(h.Value)
+			}
+			checkSourceHeaders(t, got, "in", 7, 100+int64(i))
 		}
 	}
 	cfg := &KafkaOutputConfig{Topic: "out", Value: "original", BatchBytes: 1024}
 	cfg.setDefaults()
 	b.Sources[3].Value = make([]byte, 2000)
-	_, err := kafkaMessages(cfg, b)
+	_, err := kafkaRecords(cfg, b)
 	var re *RowError
 	if !errors.As(err, &re) || re.Offset != 103 {
 		t.Errorf("a record over batch_bytes: %v, want a RowError for offset 103", err)
 	}
 	b.Sources = nil
-	if _, err := kafkaMessages(cfg, b); err == nil {
+	if _, err := kafkaRecords(cfg, b); err == nil {
 		t.Error("value: original without sources: no error")
 	}
 }
 
-func checkSourceHeaders(t *testing.T, m kafka.Message, topic string, partition int, offset int64) {
+func checkSourceHeaders(t *testing.T, got map[string]string, topic string, partition int, offset int64) {
 	t.Helper()
 	want := map[string]string{
 		HeaderSourceTopic:     topic,
 		HeaderSourcePartition: strconv.Itoa(partition),
 		HeaderSourceOffset:    strconv.FormatInt(offset, 10),
-	}
-	got := map[string]string{}
-	for _, h := range m.Headers {
-		got[h.Key] = string(h.Value)
 	}
 	for k, v := range want {
 		if got[k] != v {
@@ -128,7 +130,7 @@ func TestKafkaWrite(t *testing.T) {
 	defer c.Close()
 	cfg := &KafkaOutputConfig{Topic: "out", Key: "trace_id"}
 	cfg.setDefaults()
-	k, err := newKafka(cfg, c.ListenAddrs(), nil)
+	k, err := newKafka(cfg, c.ListenAddrs(), KafkaDeps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +163,11 @@ func TestKafkaWrite(t *testing.T) {
 			if j, _ := appendRowJSON(nil, logSchema, b.Rows[i]); string(m.Value) != string(j) {
 				t.Errorf("offset %d: value %s", off, m.Value)
 			}
-			checkSourceHeaders(t, m, "in", 7, off)
+			got := map[string]string{}
+			for _, h := range m.Headers {
+				got[h.Key] = string(h.Value)
+			}
+			checkSourceHeaders(t, got, "in", 7, off)
 			seen[off] = true
 		}
 		r.Close()
@@ -172,7 +178,7 @@ func TestKafkaWrite(t *testing.T) {
 
 	missing := &KafkaOutputConfig{Topic: "nope"}
 	missing.setDefaults()
-	k2, _ := newKafka(missing, c.ListenAddrs(), nil)
+	k2, _ := newKafka(missing, c.ListenAddrs(), KafkaDeps{})
 	defer k2.Close()
 	if err := k2.Preflight(ctx); err == nil {
 		t.Error("preflight took a missing topic")
@@ -186,4 +192,22 @@ func headerValue(m kafka.Message, key string) string {
 		}
 	}
 	return ""
+}
+
+func TestKafkaPartitionerRackAwareWhenTheZoneMatched(t *testing.T) {
+	for _, c := range []struct {
+		set     string
+		matched bool
+		want    producer.Partitioner
+	}{
+		{"", true, producer.RackAware},
+		{"", false, producer.Sticky},
+		{PartitionerSticky, true, producer.Sticky},
+		{PartitionerRackAware, false, producer.RackAware},
+	} {
+		cfg := &KafkaOutputConfig{Topic: "t", Partitioner: c.set}
+		if got := cfg.partitioner(c.matched); got != c.want {
+			t.Errorf("partitioner %q, zone matched %v: %s, want %s", c.set, c.matched, got, c.want)
+		}
+	}
 }

@@ -3,8 +3,6 @@ package sink
 import (
 	"context"
 	"errors"
-
-	"github.com/segmentio/kafka-go"
 )
 
 // Deps is what the caller provides to build the sinks.
@@ -12,9 +10,9 @@ type Deps struct {
 	// KafkaBrokers are the output cluster's bootstrap servers when
 	// sinks.kafka.brokers is empty: the input cluster's.
 	KafkaBrokers []string
-	// KafkaTransport carries TLS and SASL to the output cluster; nil is
-	// plain TCP.
-	KafkaTransport kafka.RoundTripper
+	// Kafka is what the Kafka sink takes from the job: the dial with TLS
+	// and SASL, the member's zone, the produced-bytes counters.
+	Kafka KafkaDeps
 	// Schema, when set, is checked against the keys that name columns.
 	Schema *Schema
 }
@@ -53,7 +51,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Sinks, error) {
 		if len(brokers) == 0 {
 			brokers = deps.KafkaBrokers
 		}
-		k, err := newKafka(kc, brokers, deps.KafkaTransport)
+		k, err := newKafka(kc, brokers, deps.Kafka)
 		if err != nil {
 			s.Close()
 			return nil, err
