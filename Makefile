@@ -1,5 +1,6 @@
 # The two commands a newcomer needs:
-#   make demo   run the job on an embedded Kafka (no setup) into ./logstore-demo/
+#   make demo   run the job on an embedded three-zone Kafka (no setup) into
+#               ./logstore-demo/run-<time>/
 #   make test   unit tests, then integration tests against a real three-rack
 #               Kafka cluster, an S3 server and an IMDS mock (installed and
 #               started by scripts/test.sh, stopped again afterwards)
