@@ -33,33 +33,9 @@ func TestE2EMemberDiesBetweenCooperativeRounds(t *testing.T) {
 	produceLogs(t, topic, n, partitions, badEvery)
 	dir := t.TempDir()
 	cfg := e2eConfig(t, topic, topic+"-g", dir, 5000)
-	slow := strings.Replace(readFile(t, cfg), "  group: ", "  max_records_per_second: 8000\n  group: ", 1)
-	if err := os.WriteFile(cfg, []byte(slow), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	type member struct {
-		cmd *exec.Cmd
-		out testkit.LogBuffer
-	}
-	start := func(rack string) *member {
-		m := &member{cmd: exec.Command(logstoreBinary(t), "run", "-c", cfg, "--until", "now")}
-		m.cmd.Env = append(os.Environ(), "LOGSTORE_RACK="+rack)
-		m.cmd.Stdout, m.cmd.Stderr = &m.out, &m.out
-		if err := m.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = m.cmd.Process.Kill() })
-		return m
-	}
-	waitFor := func(m *member, what *regexp.Regexp) {
-		deadline := time.Now().Add(time.Minute)
-		for !what.MatchString(m.out.String()) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q within a minute:\n%s", what, tail(m.out.String(), 30))
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+	slowDown(t, cfg, 8000)
+	start := func(rack string) *boundedMember { return startBounded(t, cfg, rack) }
+	waitFor := func(m *boundedMember, what *regexp.Regexp) { m.waitFor(t, what.String(), what.MatchString) }
 	a := start("az-a")
 	waitFor(a, regexp.MustCompile(`"msg":"generation"`))
 	time.Sleep(1500 * time.Millisecond) // open batches in every partition

@@ -562,6 +562,49 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
+// slowDown caps the job's read rate in cfg, so that what a test does to the
+// group lands while records are still being read.
+func slowDown(t *testing.T, cfg string, recordsPerSecond int) {
+	t.Helper()
+	text := strings.Replace(readFile(t, cfg), "  group: ", "  max_records_per_second: "+strconv.Itoa(recordsPerSecond)+"\n  group: ", 1)
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// boundedMember is a `logstore run --until now` process of a test's group.
+type boundedMember struct {
+	cmd *exec.Cmd
+	out testkit.LogBuffer
+}
+
+// startBounded starts a bounded member in rack; it is killed when the test
+// ends.
+func startBounded(t *testing.T, cfg, rack string) *boundedMember {
+	t.Helper()
+	m := &boundedMember{cmd: exec.Command(logstoreBinary(t), "run", "-c", cfg, "--until", "now")}
+	m.cmd.Env = append(os.Environ(), "LOGSTORE_RACK="+rack)
+	m.cmd.Stdout, m.cmd.Stderr = &m.out, &m.out
+	if err := m.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.cmd.Process.Kill() })
+	return m
+}
+
+// waitFor waits up to a minute for the member's output to match, named
+// what in the failure.
+func (m *boundedMember) waitFor(t *testing.T, what string, match func(string) bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !match(m.out.String()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q within a minute:\n%s", what, tail(m.out.String(), 30))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // TestE2EMembersJoinMidRunExactlyOnce: one member reads alone, a second
 // joins once the first holds open batches in every partition, a third joins
 // later and the second leaves: each rebalance stops workers that flush what
@@ -574,33 +617,10 @@ func TestE2EMembersJoinMidRunExactlyOnce(t *testing.T) {
 	produceLogs(t, topic, n, partitions, badEvery)
 	dir := t.TempDir()
 	cfg := e2eConfig(t, topic, topic+"-g", dir, 5000)
-	// Slow enough that every rebalance lands mid-topic.
-	slow := strings.Replace(readFile(t, cfg), "  group: ", "  max_records_per_second: 20000\n  group: ", 1)
-	if err := os.WriteFile(cfg, []byte(slow), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	type member struct {
-		cmd *exec.Cmd
-		out testkit.LogBuffer
-	}
-	start := func(rack string) *member {
-		m := &member{cmd: exec.Command(logstoreBinary(t), "run", "-c", cfg, "--until", "now")}
-		m.cmd.Env = append(os.Environ(), "LOGSTORE_RACK="+rack)
-		m.cmd.Stdout, m.cmd.Stderr = &m.out, &m.out
-		if err := m.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = m.cmd.Process.Kill() })
-		return m
-	}
-	waitFor := func(m *member, what string) {
-		deadline := time.Now().Add(time.Minute)
-		for !strings.Contains(m.out.String(), what) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q within a minute:\n%s", what, tail(m.out.String(), 30))
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+	slowDown(t, cfg, 20000) // slow enough that every rebalance lands mid-topic
+	start := func(rack string) *boundedMember { return startBounded(t, cfg, rack) }
+	waitFor := func(m *boundedMember, what string) {
+		m.waitFor(t, what, func(out string) bool { return strings.Contains(out, what) })
 	}
 	a := start("az-a")
 	waitFor(a, `"msg":"generation"`)
@@ -614,7 +634,7 @@ func TestE2EMembersJoinMidRunExactlyOnce(t *testing.T) {
 	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range []*member{a, b, c} {
+	for _, m := range []*boundedMember{a, b, c} {
 		err := m.cmd.Wait()
 		var exit *exec.ExitError
 		if err != nil && !(m == b && errors.As(err, &exit) && exit.ExitCode() == 3) {
@@ -626,7 +646,7 @@ func TestE2EMembersJoinMidRunExactlyOnce(t *testing.T) {
 	}
 	v := checkExactlyOnce(t, dir, n, partitions, badEvery)
 	if t.Failed() {
-		for _, m := range []*member{a, b, c} {
+		for _, m := range []*boundedMember{a, b, c} {
 			t.Logf("%s:\n%s", m.cmd.Env[len(m.cmd.Env)-1], m.out.String())
 		}
 		_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
