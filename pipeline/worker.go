@@ -203,6 +203,12 @@ func (w *worker) loop(ctx context.Context) error {
 					return w.stop()
 				}
 				paced = i + n
+				// A paced fetch takes long: max_age holds inside it too.
+				if w.limiter != nil && w.cut < 0 && w.next > w.batch.first && time.Since(w.batch.opened) >= w.limits.MaxAge {
+					if err := w.flush(ctx, w.next-1); err != nil {
+						return err
+					}
+				}
 			}
 			if w.target >= 0 && m.Offset >= w.target {
 				ended = true // a replay's end, or the end seen at start: not one record more
