@@ -35,13 +35,14 @@ type chaosMember struct {
 	out  *strings.Builder
 	done chan struct{}
 	runs []*strings.Builder // every process's output, for CHAOS_LOGS
+	env  []string           // set for this member alone
 }
 
 func (m *chaosMember) start() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cmd := exec.Command(logstoreBinary(m.t), "run", "-c", m.cfg)
-	cmd.Env = append(os.Environ(), "LOGSTORE_RACK="+m.rack)
+	cmd.Env = append(append(os.Environ(), "LOGSTORE_RACK="+m.rack), m.env...)
 	m.out = &strings.Builder{}
 	m.runs = append(m.runs, m.out)
 	cmd.Stdout, cmd.Stderr = m.out, m.out
