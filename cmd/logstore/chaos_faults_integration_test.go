@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logstore/logstore/internal/loggen"
+	"github.com/logstore/logstore/internal/testkit"
 )
 
 // spoolDiskBytes is the size of the filesystem the chaos members spool on:
@@ -210,6 +211,18 @@ type stall struct {
 	d         time.Duration // how long it stood still
 	outside   time.Duration // of d, the time no fault was under way
 	at        time.Time     // when it began
+}
+
+// s3BehindProxy is a bucket the members reach through a fault proxy (the
+// test's AWS_ENDPOINT_URL_S3 from here on) and the server's own endpoint,
+// for pyarrow and for members that must not meet the faults.
+func s3BehindProxy(t *testing.T) (bucket, direct string, proxy *testkit.FaultProxy) {
+	t.Helper()
+	bucket = s3Env(t)
+	direct = os.Getenv("AWS_ENDPOINT_URL_S3")
+	proxy = testkit.StartFaultProxy(t, direct)
+	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.URL)
+	return bucket, direct, proxy
 }
 
 // window is when a fault was under way.

@@ -153,10 +153,7 @@ func TestChaos(t *testing.T) {
 	plan := chaosPlan(rng, events, kinds)
 	t.Logf("chaos: %d records and a flood of %d malformed, %d records/s per member, seed %d, plan %v", n, flood, rate, seed, plan)
 
-	bucket := s3Env(t)
-	direct := os.Getenv("AWS_ENDPOINT_URL_S3")
-	proxy := testkit.StartFaultProxy(t, direct)
-	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.URL) // the members' S3
+	bucket, direct, proxy := s3BehindProxy(t)
 
 	topic := e2eTopic(t, partitions)
 	produceLogs(t, topic, n, partitions, badEvery)

@@ -9,8 +9,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/logstore/logstore/internal/testkit"
 )
 
 // TestE2ECooperativeMemberDiesBetweenRounds: a cooperative rebalance takes
@@ -25,10 +23,7 @@ import (
 // marked is re-cut by the new owner under the same names.
 func TestE2ECooperativeMemberDiesBetweenRounds(t *testing.T) {
 	const n, partitions, badEvery = 24_000, 6, 100
-	bucket := s3Env(t)
-	direct := os.Getenv("AWS_ENDPOINT_URL_S3")
-	proxy := testkit.StartFaultProxy(t, direct)
-	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.URL) // the members' S3
+	bucket, direct, proxy := s3BehindProxy(t)
 
 	topic := e2eTopic(t, partitions)
 	produceLogs(t, topic, n, partitions, badEvery)
