@@ -137,6 +137,39 @@ type noCommit struct{}
 
 func (noCommit) commit(context.Context, string, int, int64, string) error { return nil }
 
+// fetchPositions reads where the partitions stand in the group. With
+// exactly_once it first waits for any transaction that commits offsets
+// for them to end (OffsetFetch with require_stable, KIP-447): a zombie
+// may still commit one, and what it commits this member must not read
+// and write again. A member that died mid-transaction makes this wait
+// until sinks.kafka.transaction_timeout aborts its transaction.
+func (j *Job) fetchPositions(ctx context.Context, assigned map[string][]int) (map[string]map[int]position, error) {
+	if j.eos == nil {
+		return fetchPositions(ctx, j.conn.Client, j.cfg.Kafka.Group, assigned)
+	}
+	topics := make(map[string][]int32, len(assigned))
+	for topic, ps := range assigned {
+		for _, p := range ps {
+			topics[topic] = append(topics[topic], int32(p))
+		}
+	}
+	got, err := j.eos.kafka.Producer().StableOffsets(ctx, j.cfg.Kafka.Group, topics)
+	if err != nil {
+		return nil, fmt.Errorf("fetching committed offsets of group %s: %w", j.cfg.Kafka.Group, err)
+	}
+	out := make(map[string]map[int]position, len(assigned))
+	for topic, ps := range assigned {
+		out[topic] = make(map[int]position, len(ps))
+		for _, p := range ps {
+			out[topic][p] = position{Offset: -1, Cut: -1}
+			if c, ok := got[topic][int32(p)]; ok && c.Offset >= 0 {
+				out[topic][p] = parseMark(c.Metadata).at(c.Offset)
+			}
+		}
+	}
+	return out, nil
+}
+
 // fetchPositions reads the group's committed offsets and pending cuts.
 func fetchPositions(ctx context.Context, client *kafka.Client, group string, parts map[string][]int) (map[string]map[int]position, error) {
 	resp, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: parts})

@@ -54,8 +54,9 @@ type Job struct {
 	rack     rack.Result
 	follower bool
 	decoder  *decode.Decoder
-	layout   string      // the files sink's layout, recorded in cut marks
-	resume   resumeStore // nil without a files sink
+	layout   string       // the files sink's layout, recorded in cut marks
+	resume   resumeStore  // nil without a files sink
+	eos      *exactlyOnce // nil unless sinks.kafka.delivery is exactly_once
 }
 
 // Deps are what the caller may supply instead of building from config.
@@ -315,7 +316,7 @@ func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit com
 	var positions map[string]map[int]position
 	if _, ok := commit.(noCommit); !ok {
 		var err error
-		if positions, err = fetchPositions(ctx, j.conn.Client, j.cfg.Kafka.Group, assigned); err != nil {
+		if positions, err = j.fetchPositions(ctx, assigned); err != nil {
 			return nil, err
 		}
 	}
@@ -498,7 +499,7 @@ func (j *Job) newWorker(topic string, partition int, commit committer, target in
 		topic: topic, partition: partition, reader: reader, decoder: j.decoder, commit: commit,
 		sinks: j.sinks, dead: j.dead, onError: j.cfg.DeadLetter.OnError, onOutOfRange: k.OnOffsetOutOfRange,
 		limits: j.cfg.Batch, budget: j.budget, limiter: j.limiter, stats: j.stats, prefix: prefix,
-		target: target, flushWait: j.cfg.Run.ShutdownTimeout, log: log, layout: j.layout, resume: j.resume, fetchMax: int64(k.Fetch.MaxBytes),
+		target: target, flushWait: j.cfg.Run.ShutdownTimeout, log: log, layout: j.layout, resume: j.resume, fetchMax: int64(k.Fetch.MaxBytes), eos: j.eos,
 		metrics: j.metrics, progress: j.metrics.partitions.stats(topic, partition).aim(target),
 		originals: j.cfg.Sinks.Kafka != nil && j.cfg.Sinks.Kafka.Value == "original", columns: len(j.decoder.Schema().Fields),
 	}

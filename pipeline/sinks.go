@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/logstore/logstore/internal/kafka/producer"
 	"github.com/logstore/logstore/pipeline/decode"
@@ -27,6 +28,7 @@ func (j *Job) openSinks(ctx context.Context, deps Deps) error {
 	} else {
 		s, err := sink.New(ctx, j.cfg.Sinks, sink.Deps{KafkaBrokers: j.cfg.Kafka.Brokers, Schema: dec.Schema(), Kafka: sink.KafkaDeps{
 			Dial: j.conn.produceDial(), Rack: j.rack.Rack, RackMatched: j.produceInZone(), Stats: produced, Log: j.log,
+			TransactionalID: j.transactionalID(),
 		}})
 		if err != nil {
 			return prefixed("sinks.", err)
@@ -37,8 +39,19 @@ func (j *Job) openSinks(ctx context.Context, deps Deps) error {
 		if f, ok := s.(*sink.Files); ok {
 			j.layout, j.resume = f.Layout(), filesResume{f}
 		}
+		if k, ok := s.(*sink.Kafka); ok && k.ExactlyOnce() {
+			j.eos = &exactlyOnce{kafka: k, group: j.cfg.Kafka.Group, instance: j.cfg.Kafka.GroupInstanceID}
+		}
 	}
-	if t := j.cfg.DeadLetter.Topic; t != "" {
+	if t := j.cfg.DeadLetter.Topic; t != "" && j.eos != nil {
+		// In the output's transactions, so on its producer, which creates
+		// no topics.
+		if _, err := j.eos.kafka.Producer().Partitions(ctx, t); err != nil {
+			return fmt.Errorf("dead_letter.topic: %q: %w (with sinks.kafka.delivery: exactly_once dead letters go in the output's transactions, and the topic must exist)", t, err)
+		}
+		j.eos.dead = &kafkaDeadLetters{p: j.eos.kafka.Producer(), topic: t, stats: j.stats, log: j.log}
+		j.dead = append(j.dead, j.eos.dead)
+	} else if t != "" {
 		k, err := newKafkaDeadLetters(j.conn, t, j.rack.Rack, j.produceInZone(), produced)
 		if err != nil {
 			return err
@@ -51,6 +64,15 @@ func (j *Job) openSinks(ctx context.Context, deps Deps) error {
 		j.dead = append(j.dead, fileDeadLetters{files})
 	}
 	return nil
+}
+
+// transactionalID is the member's transactional id with
+// sinks.kafka.delivery: exactly_once (see exactlyOnce); "" without a group.
+func (j *Job) transactionalID() string {
+	if j.cfg.Kafka.Group == "" {
+		return ""
+	}
+	return transactionalID(j.cfg.Kafka.Group, j.cfg.Kafka.GroupInstanceID)
 }
 
 // produceInZone says whether producers place keyless records in the

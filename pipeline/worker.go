@@ -45,14 +45,15 @@ type worker struct {
 	budget       *budget
 	limiter      *rate.Limiter // nil: unlimited
 	stats        *Stats
-	prefix       string      // object-name prefix (replays)
-	target       int64       // stop once the next offset reaches it; -1 streams on
-	originals    bool        // keep each row's source key and value (sinks.kafka.value: original)
-	columns      int         // output columns, for the memory estimate
-	layout       string      // the files sink's layout (sink.Files.Layout), "" without one
-	topicID      string      // Kafka's id of the topic (KIP-516), "" when the brokers keep none
-	resume       resumeStore // nil: the output keeps no resume records
-	stride       int64       // a backfill's cut points (plannedCut); 0 otherwise
+	prefix       string       // object-name prefix (replays)
+	target       int64        // stop once the next offset reaches it; -1 streams on
+	originals    bool         // keep each row's source key and value (sinks.kafka.value: original)
+	columns      int          // output columns, for the memory estimate
+	layout       string       // the files sink's layout (sink.Files.Layout), "" without one
+	topicID      string       // Kafka's id of the topic (KIP-516), "" when the brokers keep none
+	resume       resumeStore  // nil: the output keeps no resume records
+	eos          *exactlyOnce // nil: the Kafka output is at least once
+	stride       int64        // a backfill's cut points (plannedCut); 0 otherwise
 	flushWait    time.Duration
 	log          *slog.Logger
 	metrics      *Metrics        // nil in tests: nothing recorded
@@ -459,7 +460,7 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 		b.delivered, b.last = true, last
 		sink.Failpoint(sink.FailDelivered)
 	}
-	if err := w.commitRetrying(ctx, last+1, ""); err != nil {
+	if err := w.commitNext(ctx, last); err != nil {
 		return err
 	}
 	w.progress.committed()
@@ -518,6 +519,10 @@ func (w *worker) deliver(ctx context.Context, last int64) error {
 	// gone once its files are stored).
 	for i := b.wroteBy; i < len(sinks) && (len(batch.Rows) > 0 || b.staged > 0); i++ {
 		s := sinks[i]
+		if w.inTxn(s) {
+			b.wroteBy = i + 1
+			continue // its rows go in the transaction with next (commitNext)
+		}
 		kind, start := sinkKind(s), time.Now()
 		err := w.retrySink(ctx, "writing a batch", kind, func() error { return s.Write(ctx, batch) })
 		if refused := sink.AsRowErrors(err); refused != nil {
@@ -538,6 +543,9 @@ func (w *worker) deliver(ctx context.Context, last int64) error {
 	}
 	for ; b.deadBy < len(dead) && len(b.dead) > 0; b.deadBy++ {
 		d := dead[b.deadBy]
+		if w.deadInTxn(d) {
+			continue
+		}
 		if err := w.retrySink(ctx, "writing dead letters", opDeadLetter, func() error {
 			return d.writeDeadLetters(ctx, &deadBatch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Prefix: w.prefix, Letters: b.dead})
 		}); err != nil {

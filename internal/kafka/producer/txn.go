@@ -84,9 +84,29 @@ var errNotTransactional = errors.New("producer: not transactional (no Transactio
 // transaction.
 var ErrNoTxn = errors.New("producer: no transaction open (call BeginTxn)")
 
+// InitTxn asks for the producer id and epoch (InitProducerId with the
+// transactional id) if the producer has none: any earlier producer with
+// the id is fenced, and its open transaction aborted, now. BeginTxn does
+// it too; a caller that must not wait for that transaction's timeout
+// calls it first.
+func (p *Producer) InitTxn(ctx context.Context) error {
+	if p.txn == nil {
+		return errNotTransactional
+	}
+	p.mu.Lock()
+	need, fenced := p.needPID, p.txn.fenced
+	p.mu.Unlock()
+	if fenced != nil {
+		return fenced
+	}
+	if !need {
+		return nil
+	}
+	return p.initTxn(ctx, false)
+}
+
 // BeginTxn opens a transaction. The first one asks for the producer id and
-// epoch (InitProducerId with the transactional id), which fences any
-// earlier producer with the id and aborts its open transaction.
+// epoch (InitTxn).
 func (p *Producer) BeginTxn(ctx context.Context) error {
 	t := p.txn
 	if t == nil {
