@@ -81,16 +81,37 @@ func (w *worker) deadInTxn(d deadLetterWriter) bool {
 // commitNext commits the batch's next offset: with exactly_once in the
 // transaction that writes its rows and dead letters to Kafka, retried as
 // a whole until it commits or the member is fenced.
+//
+// The resume record saying the output holds the batch is written only
+// after its transaction committed (flush leaves it here): the files alone
+// are not the output, and a record written before would make the member
+// taking over continue after a batch whose rows a killed transaction took
+// away (reconcile's "written whole; its commit was not").
 func (w *worker) commitNext(ctx context.Context, last int64) error {
 	b := &w.batch
-	if w.eos == nil || len(b.rows) == 0 && (len(b.dead) == 0 || w.eos.dead == nil) {
-		// Nothing for Kafka (every record filtered out): a plain commit.
+	if w.eos == nil {
 		return w.commitRetrying(ctx, last+1, "")
 	}
-	defer w.metrics.timeCommit(stepNext, time.Now())
-	return retry(ctx, w.log, "writing batch "+strconv.FormatInt(w.batch.first, 10)+"-"+strconv.FormatInt(last, 10)+" in a transaction", w.metrics.retrier(opCommit), func() error {
-		return w.transact(ctx, last)
-	})
+	if len(b.rows) == 0 && (len(b.dead) == 0 || w.eos.dead == nil) {
+		// Nothing for Kafka (every record filtered out): a plain commit.
+		if err := w.saveResume(ctx, last, false); err != nil {
+			return err
+		}
+		return w.commitRetrying(ctx, last+1, "")
+	}
+	if !b.transacted {
+		start := time.Now()
+		err := retry(ctx, w.log, "writing batch "+strconv.FormatInt(b.first, 10)+"-"+strconv.FormatInt(last, 10)+" in a transaction", w.metrics.retrier(opCommit), func() error {
+			return w.transact(ctx, last)
+		})
+		if err != nil {
+			return err
+		}
+		w.metrics.timeCommit(stepNext, start)
+		// Committed: a flush that fails after this must not write it again.
+		b.transacted = true
+	}
+	return w.saveResume(ctx, last, false)
 }
 
 // transact runs one transaction for the delivered batch ending at last,

@@ -99,6 +99,7 @@ type openBatch struct {
 	wroteBy     int   // how many sinks already wrote the batch being delivered
 	deadBy      int   // how many dead-letter writers already wrote its dead letters
 	delivered   bool  // every sink holds the batch cut at last; only the commit of next is left
+	transacted  bool  // exactly_once: its transaction (rows, dead letters, next) committed
 	last        int64 // where it was cut, once delivered
 	full        bool  // a sink said the batch reached its target size
 }
@@ -454,8 +455,12 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 			}
 			return err
 		}
-		if err := w.saveResume(ctx, last, false); err != nil {
-			return err
+		// With exactly_once the output holds the batch once its
+		// transaction commits: commitNext records it then.
+		if w.eos == nil {
+			if err := w.saveResume(ctx, last, false); err != nil {
+				return err
+			}
 		}
 		b.delivered, b.last = true, last
 		sink.Failpoint(sink.FailDelivered)

@@ -238,6 +238,7 @@ func (k *Kafka) inTransaction(ctx context.Context, b *Batch, also func(context.C
 			return err
 		}
 	}
+	Failpoint(FailInTxn)
 	if also != nil {
 		if err := also(ctx); err != nil {
 			return err

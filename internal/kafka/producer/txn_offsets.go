@@ -34,16 +34,23 @@ func (p *Producer) StableOffsets(ctx context.Context, group string, topics map[s
 	defer c.close()
 	req := stableOffsetsRequest(group, topics)
 	wait := 50 * time.Millisecond
+	var waitedFrom time.Time
 	for {
 		res, err := p.fetchStable(ctx, c, req)
 		if err == nil {
 			out, code := stableOffsets(res)
 			switch code {
 			case 0:
+				if !waitedFrom.IsZero() {
+					p.cfg.Log.Info("the open transaction ended; committed offsets read", "group", group, "waited", time.Since(waitedFrom).Round(time.Millisecond))
+				}
 				return out, nil
 			case codeUnstableOffsetCommit:
-				p.cfg.Log.Info("committed offsets wait for an open transaction to end (the member that opened it may have died; the coordinator aborts it at its transaction timeout)",
-					"group", group)
+				if waitedFrom.IsZero() {
+					waitedFrom = time.Now()
+					p.cfg.Log.Info("committed offsets wait for an open transaction to end (the member that opened it may have died; the brokers abort it at its transaction timeout)",
+						"group", group)
+				}
 				err = kafka.Error(code)
 			default:
 				if txnClassOf(code) == txnCoordinatorMoved {
