@@ -116,16 +116,19 @@ var errTxnRetry = errors.New("retriable")
 func (p *Producer) coordinatorAsk(ctx context.Context, c *coordinator, what string, req protocol.Message, answer func(protocol.Message) int16) (protocol.Message, error) {
 	wait := 20 * time.Millisecond
 	var last error
+	concurrent := 0
 	for {
 		pause := wait
 		msg, err := c.call(ctx, p, req)
 		if err == nil {
 			code := answer(msg)
-			if code == codeConcurrentTransactions {
+			if code == codeConcurrentTransactions && concurrent < 20 {
 				// The markers of the transaction just ended are being
 				// written (a few milliseconds): the first request of the
 				// next one meets this every time, so it is asked again
-				// soon and often rather than after a growing wait.
+				// soon rather than after a growing wait. Longer (an abort
+				// at the timeout under way) backs off as any answer does.
+				concurrent++
 				pause = concurrentTxnWait
 			}
 			switch txnClassOf(code) {
