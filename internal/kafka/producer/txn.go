@@ -396,12 +396,12 @@ func (p *Producer) endTxn(ctx context.Context, commit bool) error {
 			return err
 		}
 	}
-	started, broken := t.started, p.needPID
+	started, broken, fenced := t.started, p.needPID, t.fenced
 	pid, epoch := p.pid, p.epoch
 	p.mu.Unlock()
 
 	var err error
-	if started && t.fenced == nil {
+	if started && fenced == nil {
 		_, err = p.coordinatorAsk(ctx, t.coord, "EndTxn", &endtxn.Request{TransactionalID: t.coord.key, ProducerID: pid, ProducerEpoch: epoch, Committed: commit},
 			func(m protocol.Message) int16 { return m.(*endtxn.Response).ErrorCode })
 		if err != nil {
