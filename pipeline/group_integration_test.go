@@ -158,6 +158,7 @@ type groupOptions struct {
 	instance     map[string]string // kafka.group_instance_id by zone; "" dynamic
 	rebalance    string            // kafka.rebalance; "" keeps the default
 	revoke       string            // kafka.revoke; "" keeps the default
+	protocol     string            // kafka.group_protocol; "" keeps the default
 	maxAge       time.Duration     // batch.max_age; 0 is 1s
 	// sink, when set, is the member's sink instead of the store's.
 	sink func(zone string) sink.Sink
@@ -180,6 +181,9 @@ func memberConfig(t *testing.T, o groupOptions, zone string) *Config {
 	}
 	if o.revoke != "" {
 		group += "\n  revoke: " + o.revoke
+	}
+	if o.protocol != "" {
+		group += "\n  group_protocol: " + o.protocol
 	}
 	maxAge := time.Second
 	if o.maxAge > 0 {

@@ -95,12 +95,11 @@ type Member struct {
 	coord coordinator
 	log   *slog.Logger
 
-	mu       sync.Mutex
-	memberID string
-	gen      int32         // -1 outside a generation
-	changed  chan struct{} // closed when gen or memberID change
-	eager    bool          // the current generation's protocol is eager
-	leader   bool
+	current
+
+	mu     sync.Mutex
+	eager  bool // the current generation's protocol is eager
+	leader bool
 }
 
 // New returns a member; Run joins.
@@ -116,36 +115,9 @@ func New(cfg Config) *Member {
 		cfg:     cfg,
 		coord:   coordinator{dialer: cfg.Dialer, seeds: cfg.Brokers, group: cfg.Group},
 		log:     log.With("group", cfg.Group),
-		gen:     -1,
-		changed: make(chan struct{}),
+		current: newCurrent(""),
 		eager:   true, // until a cooperative generation: owning nothing, nothing to let go of
 	}
-}
-
-// Current is the generation and member id to commit offsets with.
-func (m *Member) Current() (generation int32, memberID string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.gen, m.memberID
-}
-
-// Changed is closed once the generation or member id differs from what
-// Current answered before it was called.
-func (m *Member) Changed() <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.changed
-}
-
-func (m *Member) set(gen int32, memberID string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if gen == m.gen && memberID == m.memberID {
-		return
-	}
-	m.gen, m.memberID = gen, memberID
-	close(m.changed)
-	m.changed = make(chan struct{})
 }
 
 // Run joins the group and follows its rebalances until ctx ends, handing
