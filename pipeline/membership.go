@@ -27,7 +27,7 @@ func (j *Job) groupMember(set *partitionSet) interface {
 		return m
 	}
 	m := group.New(group.Config{
-		Group: k.Group, Topics: k.Topics, InstanceID: k.GroupInstanceID,
+		Group: k.Group, Topics: k.Topics, InstanceID: k.GroupInstanceID, LeaveOnShutdown: k.LeaveOnShutdown,
 		Brokers: k.Brokers, Dialer: j.conn.Dialer, Client: j.conn.Client,
 		Assignor:       rack.NewGroupBalancer(j.cfg.Rack, j.rack.Rack, j.follower),
 		Eager:          k.Rebalance == RebalanceEager,

@@ -25,8 +25,12 @@ type Config struct {
 	Topics []string
 	// InstanceID makes the member static (KIP-345); "" is a dynamic member.
 	InstanceID string
-	Brokers    []string
-	Dialer     *kafka.Dialer // TLS, SASL, client id
+	// LeaveOnShutdown makes a static member leave at its stop (LeaveGroup
+	// by instance id, as KIP-1092's close does for Streams), so a scale-in
+	// moves its partitions at once instead of after the session timeout.
+	LeaveOnShutdown bool
+	Brokers         []string
+	Dialer          *kafka.Dialer // TLS, SASL, client id
 	// Client answers Metadata: the partitions the leader plans and the
 	// partition counts every member watches.
 	Client *kafka.Client
@@ -245,26 +249,33 @@ func (m *Member) stop(h Handler, owned Assignment, beats *beater) error {
 		beats.stop()
 	}
 	_, id := m.Current()
-	if m.cfg.InstanceID != "" || id == "" {
-		if m.cfg.InstanceID != "" {
-			m.log.Info("static member stopping without leaving the group: a restart within the session timeout takes its partitions back with no rebalance",
-				"instance", m.cfg.InstanceID, "session_timeout", m.cfg.SessionTimeout)
-		}
+	if id == "" {
+		return nil
+	}
+	if m.cfg.InstanceID != "" && !m.cfg.LeaveOnShutdown {
+		m.log.Info("static member stopping without leaving the group: a restart within the session timeout takes its partitions back with no rebalance",
+			"instance", m.cfg.InstanceID, "session_timeout", m.cfg.SessionTimeout)
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	// LeaveGroup v3 names members in a list; kafka-go lays its answer out
-	// with the error before the throttle time, so it is read here.
-	body, err := m.coord.raw(ctx, 3, &leavegroup.Request{GroupID: m.cfg.Group, Members: []leavegroup.RequestMember{{MemberID: id}}})
+	// with the error before the throttle time, so it is read here. A
+	// static member is named by its instance id too (KIP-345): the
+	// coordinator removes it only when both match.
+	leaving := leavegroup.RequestMember{MemberID: id, GroupInstanceID: m.cfg.InstanceID}
+	body, err := m.coord.raw(ctx, 3, &leavegroup.Request{GroupID: m.cfg.Group, Members: []leavegroup.RequestMember{leaving}})
 	if err == nil {
 		err = m.coord.answered(errorCode(body))
+	}
+	if err == nil {
+		err = m.coord.answered(leftMemberCode(body))
 	}
 	if err != nil {
 		m.log.Warn("leaving the group failed; the coordinator drops this member after the session timeout", "err", err, "session_timeout", m.cfg.SessionTimeout)
 		return nil
 	}
-	m.log.Info("left the group", "member", id)
+	m.log.Info("left the group", "member", id, "instance", m.cfg.InstanceID)
 	return nil
 }
 
@@ -276,6 +287,31 @@ func errorCode(body []byte) int16 {
 		return -1
 	}
 	return int16(binary.BigEndian.Uint16(body[4:6]))
+}
+
+// leftMemberCode reads the first member's error code of a LeaveGroup v3
+// answer (after the top-level error: members, each a member id, a
+// nullable instance id and an error code): a static member named with an
+// instance id the group does not hold, or with another member id, is
+// refused there (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID).
+func leftMemberCode(body []byte) int16 {
+	r := reader{buf: body}
+	r.take(6) // throttle time, error code
+	if n := r.count(6); n < 1 {
+		if r.err != nil {
+			return -1
+		}
+		return 0 // none named: nothing refused
+	}
+	r.string()
+	if n := r.int16(); n > 0 {
+		r.take(int(n))
+	}
+	code := r.int16()
+	if r.err != nil {
+		return -1
+	}
+	return code
 }
 
 // protocols is what the member offers in JoinGroup, in its order of

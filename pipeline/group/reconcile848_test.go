@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"testing"
 )
@@ -36,7 +37,7 @@ func TestConsumerReconcileRevokesBeforeItAssigns(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := NewConsumer(ConsumerConfig{Group: "g"})
+			m := NewConsumer(ConsumerConfig{Group: "g", Log: slog.New(slog.DiscardHandler)})
 			h := &callLog{}
 			changed := m.reconcile(context.Background(), h, tt.owned, tt.target, 3)
 			if changed != tt.changed || !reflect.DeepEqual(h.calls, tt.want) {
