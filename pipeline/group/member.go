@@ -63,6 +63,8 @@ type Generation struct {
 	// its last generation; under eager, a partition let go of and given
 	// back does not count.
 	Moved int
+	// followUp: the leader withheld partitions for a follow-up round.
+	followUp bool
 }
 
 // Handler is what the member's owner does as partitions come and go.
@@ -180,16 +182,17 @@ func (m *Member) Run(ctx context.Context, h Handler) error {
 		g.Moved = prev.Minus(g.Assigned).Count() + g.Assigned.Minus(prev).Count()
 		m.log.Info("generation", "generation", g.ID, "member", g.MemberID, "leader", g.Leader, "protocol", g.Protocol,
 			"partitions", g.Assigned.Count(), "added", g.Added.Count(), "revoked", g.Revoked.Count(), "moved", g.Moved,
-			"assigned", map[string][]int(g.Assigned))
+			"follow_up", g.followUp, "assigned", map[string][]int(g.Assigned))
 		beats := m.heartbeat(g)
 		h.Assign(g)
 		if g.Revoked.Count() > 0 {
 			h.Revoke(g.Revoked)
 		}
 		owned = g.Assigned
-		if g.Cooperative && g.Revoked.Count() > 0 {
+		if g.Cooperative && (g.Revoked.Count() > 0 || g.followUp) {
 			// KIP-429's follow-up: rejoin at once so the partitions let go
-			// of reach their new owners.
+			// of reach their new owners; the members that let go of
+			// nothing too, when the leader says a follow-up is due.
 			beats.stop()
 			continue
 		}
@@ -427,7 +430,8 @@ func (m *Member) sync(ctx context.Context, joined *joingroup.Response) (Generati
 		}
 		return Generation{}, m.refusal("SyncGroup", err)
 	}
-	a, err := decodeAssignment(res.Assignments)
+	a, rejoin, err := decodeAssignment(res.Assignments)
+	g.followUp = coop && rejoin
 	if err != nil {
 		return Generation{}, fmt.Errorf("SyncGroup: the leader's assignment: %w", err)
 	}
@@ -469,7 +473,7 @@ func (m *Member) plan(ctx context.Context, joined []joingroup.ResponseMember, co
 	m.log.Info("assignment planned", "members", len(members), "partitions", len(partitions), "moving", moving)
 	out := make([]syncgroup.RequestAssignment, 0, len(joined))
 	for _, jm := range joined {
-		out = append(out, syncgroup.RequestAssignment{MemberID: jm.MemberID, Assignment: encodeAssignment(plan[jm.MemberID])})
+		out = append(out, syncgroup.RequestAssignment{MemberID: jm.MemberID, Assignment: encodeAssignment(plan[jm.MemberID], moving > 0)})
 	}
 	return out, nil
 }
