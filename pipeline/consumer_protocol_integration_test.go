@@ -31,7 +31,9 @@ func waitAssigned(t *testing.T, ms []*member, per int, limit time.Duration) {
 // records arrive, a third joins, and the broker's uniform assignor moves
 // four partitions to it; the two that stay keep their other partitions'
 // workers (incremental reconciliation), and every record is written once,
-// with commits carrying the member epoch (OffsetCommit v9).
+// with commits carrying the member epoch (OffsetCommit v9). Every
+// partition has a replica in every zone, so the members read in their own
+// zone although the assignor never looked at one.
 func TestGroupConsumerProtocolExactlyOnce(t *testing.T) {
 	const partitions = 12
 	client := testkit.RequireCluster(t)
@@ -59,4 +61,13 @@ func TestGroupConsumerProtocolExactlyOnce(t *testing.T) {
 	}
 	stopProducing()
 	finishExactlyOnce(t, client, topic, partitions, produced.Load(), store, all)
+	// The broker's assignor is rack-blind, but every partition has an
+	// in-sync replica in every zone: follower fetching keeps reads local.
+	for _, m := range all {
+		l := localityOf(m.job.FetchStats().Snapshot(), m.zone)
+		t.Logf("member %s: same-rack %d B, cross-rack %d B in %d of %d fetches (share %.4f)", m.zone, l.same, l.cross, l.crossFetches, l.fetches, l.share())
+		if l.share() < 0.99 {
+			t.Errorf("member %s: same-rack share %.4f; want >= 0.99 with a replica of every partition in its zone", m.zone, l.share())
+		}
+	}
 }
