@@ -28,7 +28,9 @@ type topicPartitions map[[16]byte][]int32
 
 // consumerHeartbeat is one ConsumerGroupHeartbeat request. Every field is
 // sent every time (the protocol lets a member leave out what did not
-// change; sending it again costs a few bytes and cannot go stale).
+// change; sending it again costs a few bytes and cannot go stale), which
+// makes it a full request: the coordinator answers it with the whole
+// assignment each time, so one this member could not apply comes again.
 type consumerHeartbeat struct {
 	Group, MemberID    string
 	Epoch              int32
