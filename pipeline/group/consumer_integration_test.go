@@ -218,3 +218,45 @@ func TestConsumerProtocolPartitionsHaveOneOwner(t *testing.T) {
 	}
 	o.checkOneOwner(t)
 }
+
+// TestConsumerProtocolStaticRestartKeepsAssignment: on the next-generation
+// protocol a static member that stops (epoch -2: "back soon") and comes
+// back with its instance id within the session timeout, as a new process
+// with a new member id, gets its partitions back, and the member that
+// stayed never notices: nothing is revoked from or added to it.
+func TestConsumerProtocolStaticRestartKeepsAssignment(t *testing.T) {
+	client := testkit.RequireCluster(t)
+	var replicas [][]int
+	for p := range 6 {
+		replicas = append(replicas, []int{1 + p%3, 1 + (p+1)%3, 1 + (p+2)%3})
+	}
+	topic := testkit.CreateTopic(t, client, replicas...)
+	o := newOwnership()
+	cfg := ConsumerConfig{Group: fmt.Sprintf("consumer-static-%d", time.Now().UnixNano()), Topics: []string{topic}, Assignor: "uniform"}
+	start := func(name, instance string) *runningMember {
+		c := cfg
+		c.InstanceID = instance
+		return startConsumer(t, c, o, name)
+	}
+	start("a", "pod-0")
+	b := start("b", "pod-1")
+	before, _ := waitOwned(t, o, []string{"a", "b"}, 3, 60*time.Second)
+	b.stop(t)
+	time.Sleep(time.Second)
+	start("b-again", "pod-1")
+	after, took := waitOwned(t, o, []string{"a", "b-again"}, 3, 30*time.Second)
+	t.Logf("before %v; after the restart %v, %v after it began", before, after, took)
+	if !slices.Equal(after["b-again"], before["b"]) {
+		t.Errorf("the restarted member got %v; it had %v", after["b-again"], before["b"])
+	}
+	o.mu.Lock()
+	for p, ss := range o.spans {
+		for _, s := range ss {
+			if s.member == "a" {
+				t.Errorf("member a let go of partition %d during b's restart", p)
+			}
+		}
+	}
+	o.mu.Unlock()
+	o.checkOneOwner(t)
+}
