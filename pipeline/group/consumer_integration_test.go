@@ -184,20 +184,27 @@ func waitOwned(t *testing.T, o *ownership, members []string, per int, limit time
 	return nil, 0
 }
 
+// consumerGroupOn makes a topic of n partitions, RF 3 with leaders taking
+// turns, and the config of a new group on it with the uniform assignor.
+func consumerGroupOn(t *testing.T, n int) (*ownership, ConsumerConfig) {
+	t.Helper()
+	client := testkit.RequireCluster(t)
+	var replicas [][]int
+	for p := range n {
+		replicas = append(replicas, []int{1 + p%3, 1 + (p+1)%3, 1 + (p+2)%3})
+	}
+	topic := testkit.CreateTopic(t, client, replicas...)
+	group := fmt.Sprintf("logstore-%s-%d", testkit.UnsafeTopicChars.ReplaceAllString(t.Name(), "-"), time.Now().UnixNano())
+	return newOwnership(), ConsumerConfig{Group: group, Topics: []string{topic}, Assignor: "uniform"}
+}
+
 // TestConsumerProtocolPartitionsHaveOneOwner: on the next-generation
 // protocol two members share twelve partitions, a third joins, then the
 // first leaves. At every moment each partition is held by at most one
 // member, and after each change the broker's uniform assignor balances
 // them (6/6, 4/4/4, 6/6) among the members that run.
 func TestConsumerProtocolPartitionsHaveOneOwner(t *testing.T) {
-	client := testkit.RequireCluster(t)
-	var replicas [][]int
-	for p := range 12 {
-		replicas = append(replicas, []int{1 + p%3, 1 + (p+1)%3, 1 + (p+2)%3})
-	}
-	topic := testkit.CreateTopic(t, client, replicas...)
-	o := newOwnership()
-	cfg := ConsumerConfig{Group: fmt.Sprintf("consumer-protocol-%d", time.Now().UnixNano()), Topics: []string{topic}, Assignor: "uniform"}
+	o, cfg := consumerGroupOn(t, 12)
 	racks := map[string]string{"a": "az-a", "b": "az-b", "c": "az-c"}
 	start := func(name string) *runningMember {
 		c := cfg
@@ -225,14 +232,7 @@ func TestConsumerProtocolPartitionsHaveOneOwner(t *testing.T) {
 // with a new member id, gets its partitions back, and the member that
 // stayed never notices: nothing is revoked from or added to it.
 func TestConsumerProtocolStaticRestartKeepsAssignment(t *testing.T) {
-	client := testkit.RequireCluster(t)
-	var replicas [][]int
-	for p := range 6 {
-		replicas = append(replicas, []int{1 + p%3, 1 + (p+1)%3, 1 + (p+2)%3})
-	}
-	topic := testkit.CreateTopic(t, client, replicas...)
-	o := newOwnership()
-	cfg := ConsumerConfig{Group: fmt.Sprintf("consumer-static-%d", time.Now().UnixNano()), Topics: []string{topic}, Assignor: "uniform"}
+	o, cfg := consumerGroupOn(t, 6)
 	start := func(name, instance string) *runningMember {
 		c := cfg
 		c.InstanceID = instance
