@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 )
@@ -45,5 +47,19 @@ func TestMembershipKeys(t *testing.T) {
 				t.Errorf("got %v; want a ConfigError at line 5 naming %s and saying %q", err, tc.key, tc.msg)
 			}
 		})
+	}
+}
+
+// TestPlanLiveRefusesConsumerProtocol: under group_protocol: consumer the
+// broker assigns, so `logstore plan` must not show the rack-aware plan as
+// if it were the group's.
+func TestPlanLiveRefusesConsumerProtocol(t *testing.T) {
+	c, err := Parse("t.yaml", []byte(strings.Replace(minimalConfig, "  group: g\n", "  group: g\n  group_protocol: consumer\n", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = PlanLive(context.Background(), c, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "the broker assigns") || !strings.Contains(err.Error(), "--topology") {
+		t.Errorf("got %v; want a refusal saying the broker assigns and naming --topology", err)
 	}
 }
