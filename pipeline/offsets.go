@@ -100,8 +100,11 @@ func isFenced(err error) bool {
 type memberCommitter struct {
 	client *kafka.Client
 	group  string
-	member *group.Member
-	owns   func(topic string, partition int) bool
+	member generations
+	// at is the committer of one generation (classic) or member epoch
+	// (consumer); nil is OffsetCommit through client.
+	at   func(generation int32, member string) committer
+	owns func(topic string, partition int) bool
 	// wait bounds the wait for the next generation: the rebalance timeout,
 	// past which the group went on without this member.
 	wait time.Duration
@@ -111,7 +114,10 @@ func (c *memberCommitter) commit(ctx context.Context, topic string, partition in
 	for {
 		changed := c.member.Changed()
 		gen, id := c.member.Current()
-		g := groupCommitter{client: c.client, group: c.group, generation: int(gen), member: id}
+		var g committer = &groupCommitter{client: c.client, group: c.group, generation: int(gen), member: id}
+		if c.at != nil {
+			g = c.at(gen, id)
+		}
 		err := g.commit(ctx, topic, partition, offset, metadata)
 		if err == nil || !rebalancing(err) || !c.owns(topic, partition) {
 			return err
@@ -126,10 +132,35 @@ func (c *memberCommitter) commit(ctx context.Context, topic string, partition in
 	}
 }
 
-// rebalancing says a commit was refused only because its generation is not
-// the group's current one.
+// generations is a group member as its commits see it.
+type generations interface {
+	Current() (generation int32, memberID string)
+	Changed() <-chan struct{}
+}
+
+// rebalancing says a commit was refused only because its generation (or
+// member epoch) is not the group's current one.
 func rebalancing(err error) bool {
-	return errors.Is(err, errFenced) && (errors.Is(err, kafka.RebalanceInProgress) || errors.Is(err, kafka.IllegalGeneration))
+	return errors.Is(err, errFenced) && (errors.Is(err, kafka.RebalanceInProgress) || errors.Is(err, kafka.IllegalGeneration) ||
+		errors.Is(err, group.ErrStaleMemberEpoch))
+}
+
+// epochCommitter commits through a next-generation member (OffsetCommit
+// v9) with one member epoch.
+type epochCommitter struct {
+	member *group.ConsumerMember
+	epoch  int32
+}
+
+func (c epochCommitter) commit(ctx context.Context, topic string, partition int, offset int64, metadata string) error {
+	err := c.member.Commit(ctx, c.epoch, topic, partition, offset, metadata)
+	if err == nil {
+		return nil
+	}
+	if isFenced(err) || errors.Is(err, group.ErrStaleMemberEpoch) || errors.Is(err, group.ErrFencedMemberEpoch) {
+		return fmt.Errorf("%w: committing %s/%d: %w", errFenced, topic, partition, err)
+	}
+	return fmt.Errorf("committing %s/%d at %d: %w", topic, partition, offset, err)
 }
 
 // noCommit is the committer of a replay: it never touches the group.

@@ -236,7 +236,6 @@ func (j *Job) Run(ctx context.Context, mode Mode) error {
 }
 
 func (j *Job) runGroup(ctx context.Context, mode Mode) error {
-	k := j.cfg.Kafka
 	var targets map[string]map[int]int64
 	if mode.UntilNow {
 		var err error
@@ -244,18 +243,10 @@ func (j *Job) runGroup(ctx context.Context, mode Mode) error {
 			return err
 		}
 	}
-	member := group.New(group.Config{
-		Group: k.Group, Topics: k.Topics, InstanceID: k.GroupInstanceID,
-		Brokers: k.Brokers, Dialer: j.conn.Dialer, Client: j.conn.Client,
-		Assignor:       rack.NewGroupBalancer(j.cfg.Rack, j.rack.Rack, j.follower),
-		Eager:          k.Rebalance == RebalanceEager,
-		SessionTimeout: k.SessionTimeout, RebalanceTimeout: k.RebalanceTimeout, HeartbeatInterval: k.HeartbeatInterval,
-		Log: j.log,
-	})
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	set := j.newPartitionSet(runCtx, mode, targets, stop)
-	set.commit = &memberCommitter{client: j.conn.Client, group: k.Group, member: member, owns: set.owns, wait: k.RebalanceTimeout}
+	member := j.groupMember(set)
 	err := member.Run(runCtx, set)
 	set.wait()
 	if err := set.failure(); err != nil {
