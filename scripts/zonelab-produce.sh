@@ -344,7 +344,8 @@ report_produce() {
 		    # In zone again: the end of the last second after broker 1 leads
 		    # again in which az-a sent more than cross_bps to other zones (0
 		    # when none); the seconds before the restart set the baseline.
-		    after = [s for s in per_s if lead_at is not None and s["t"] > lead_at]
+		    # Seconds that began before it led again are not judged.
+		    after = [s for s in per_s if lead_at is not None and s["from"] >= lead_at]
 		    busy = [s["t"] for s in after if s["cross"] > cross_bps]
 		    back = (busy[-1] - lead_at) if busy else 0.0
 		    # And the first: the end of the first second after it whose bytes
