@@ -22,11 +22,11 @@
 # the same logs (lz4, acks=all, linger.ms=50 as the Kafka sink's
 # batch_timeout). With --restart, one phase instead (restart): the members
 # stream with the rack-aware partitioner (batches cut every second) while
-# scripts/labclient produces the input, the az-a broker is restarted as in `run --restart`, a
-# preferred-leader election gives it its output partitions back once it is
-# in sync, and the lab reports per second what az-a's member sent to its
-# own zone and to the others, beside how many output partitions broker 1
-# leads.
+# scripts/labclient produces the input, the az-a broker is restarted as in
+# `run --restart`, a preferred-leader election gives it its output
+# partitions back once it is in sync, and the lab reports per second what
+# az-a's member sent to its own zone and to the others, beside how many
+# output partitions broker 1 leads.
 #
 # What a zone sends to brokers is not only produce requests: fetch requests,
 # TCP acknowledgements of what it reads, offset commits, heartbeats and
