@@ -113,6 +113,10 @@ for i, l in enumerate(open(sys.argv[1])):
 	unset 'EXIT_HOOKS[-1]'
 	rm -f "$dir/capture.jsonl"
 	report_produce "$dir" "$records" "$parts" "$rf" "$restart" "$input"
+	# Left behind, each run's six topics of 12 partitions made every later
+	# metadata answer and broker restart in the lab heavier.
+	kafka_tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$(bootstrap)" \
+		--delete --topic "$input(-.*)?" >/dev/null 2>&1 || true
 }
 
 # produce_phase_logstore NAME PARTITIONER: one member per zone reads the
