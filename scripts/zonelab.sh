@@ -5,7 +5,7 @@
 #   scripts/zonelab.sh once [RUN OPTIONS]      (up, run, down: `make zones`)
 #   scripts/zonelab.sh up | down | status
 #   scripts/zonelab.sh run [--records N] [--per-zone P] [--rf R] [--members Z,Z,...]
-#                          [--restart] [--out DIR]
+#                          [--restart] [--produce] [--out DIR]
 #   scripts/zonelab.sh --compare [--records N]  (Spark, logstore, kafka-go side by side)
 #   scripts/zonelab.sh counters [--zero]
 #   scripts/zonelab.sh exec ZONE CMD...         (ZONE = az-a, az-b, az-c)
@@ -27,10 +27,12 @@
 # zones. In each zone an iptables chain ZONELAB counts, per broker, the bytes
 # the brokers' client ports send into that zone: broker-to-broker replication
 # uses its own listener, so only what clients fetch is counted, and a
-# worker's same-zone bytes go through the zone's own INPUT hook too. A
-# ZONELAB chain in zl-core counts what leaves the lab for the root namespace
-# (the tools that fill topics, a Spark driver). Byte counts are IP packets,
-# headers included.
+# worker's same-zone bytes go through the zone's own INPUT hook too; a chain
+# ZONELAB_OUT counts the other way, what the zone's clients send to each
+# broker's client port (produce requests). A ZONELAB chain in zl-core counts
+# what leaves the lab for the root namespace (the tools that fill topics, a
+# Spark driver), and its ZONELAB_OUT what the root namespace sends in. Byte
+# counts are IP packets, headers included.
 #
 # `run` creates a topic (RF 3, 4 partitions per zone by default), fills it
 # with pipeline.LogGen logs (scripts/bench's capture, produced by
@@ -43,8 +45,11 @@
 # is down, production goes on until 30 s after every replica is in sync
 # again, and a table shows per second what the az-a worker received from
 # its own zone and from the others, beside the count of under-replicated
-# partitions. Results: DIR/result.json (default
-# $LOGSTORE_STATE/zonelab/runs/<time>). --compare: see zonelab-compare.sh.
+# partitions. --produce turns the Kafka output on and measures the write
+# side (zone-local produce, beside Kafka's own ProducerPerformance; with
+# --restart, through the az-a broker's restart): see zonelab-produce.sh.
+# Results: DIR/result.json (default $LOGSTORE_STATE/zonelab/runs/<time>).
+# --compare: see zonelab-compare.sh.
 #
 # Needs root, iproute2 and iptables (scripts/setup.sh installs it from
 # Debian's packages when missing), Java, Go and the pyarrow venv of
@@ -69,6 +74,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$LOGSTORE_ROOT/scripts/bench-lib.sh"
 # shellcheck source=scripts/zonelab-compare.sh
 source "$LOGSTORE_ROOT/scripts/zonelab-compare.sh"
+# shellcheck source=scripts/zonelab-produce.sh
+source "$LOGSTORE_ROOT/scripts/zonelab-produce.sh"
 
 ZONES=(az-a az-b az-c)
 CORE=zl-core
@@ -155,50 +162,66 @@ net_up() {
 }
 
 # counters_install adds, in each zone, a ZONELAB chain on INPUT with one
-# counting rule per broker: TCP from the broker's address and client port.
+# counting rule per broker: TCP from the broker's address and client port;
+# and a ZONELAB_OUT chain on OUTPUT with one per broker the other way: TCP
+# to the broker's address and client port (what a zone's clients send:
+# produce requests above all). In zl-core, "outside" counts the same for the
+# root namespace's clients, on FORWARD.
 counters_install() {
 	local zone ns n
 	for zone in "${ZONES[@]}" outside; do
+		ns=$CORE
+		[[ $zone == outside ]] || ns=$(ns_of "$zone")
+		in_ns "$ns" iptables -w -N ZONELAB
+		in_ns "$ns" iptables -w -N ZONELAB_OUT
 		if [[ $zone == outside ]]; then
-			ns=$CORE
-			in_ns "$ns" iptables -w -N ZONELAB
 			in_ns "$ns" iptables -w -A FORWARD -o host -j ZONELAB
+			in_ns "$ns" iptables -w -A FORWARD -i host -j ZONELAB_OUT
 		else
-			ns=$(ns_of "$zone")
-			in_ns "$ns" iptables -w -N ZONELAB
 			in_ns "$ns" iptables -w -A INPUT -j ZONELAB
+			in_ns "$ns" iptables -w -A OUTPUT -j ZONELAB_OUT
 		fi
 		for n in 1 2 3; do
 			in_ns "$ns" iptables -w -A ZONELAB -s "$(broker_addr "$n")/32" -p tcp --sport "$(client_port "$n")" \
 				-m comment --comment "from broker $n (${ZONES[n - 1]})"
+			in_ns "$ns" iptables -w -A ZONELAB_OUT -d "$(broker_addr "$n")/32" -p tcp --dport "$(client_port "$n")" \
+				-m comment --comment "to broker $n (${ZONES[n - 1]})"
 		done
 	done
 }
 
-# counters_read prints "ZONE FROM_ZONE BYTES" for every (zone, broker) pair,
-# "outside" being the root namespace, straight from `iptables -L -v -x -n`.
+# counters_read [in|out] prints "ZONE BROKER_ZONE BYTES" for every (zone,
+# broker) pair, "outside" being the root namespace, straight from
+# `iptables -L -v -x -n`: in, the bytes the zone received from the broker's
+# client port (the default); out, the bytes it sent to it.
 counters_read() {
-	local zone ns
+	local zone ns chain=ZONELAB
+	[[ ${1:-in} == out ]] && chain=ZONELAB_OUT
 	for zone in "${ZONES[@]}" outside; do
 		ns=$CORE
 		[[ $zone == outside ]] || ns=$(ns_of "$zone")
-		in_ns "$ns" iptables -w -L ZONELAB -v -x -n | awk -v zone="$zone" '
+		in_ns "$ns" iptables -w -L "$chain" -v -x -n | awk -v zone="$zone" '
 			NR > 2 { for (i = 1; i <= NF; i++) if ($i ~ /^198\.18\.[0-9]+\.9$/) { split($i, a, "."); print zone, "az-" substr("abc", a[3], 1), $2 } }'
 	done
 }
 
 counters_zero() {
-	local zone
-	for zone in "${ZONES[@]}"; do in_ns "$(ns_of "$zone")" iptables -w -Z ZONELAB; done
-	in_ns "$CORE" iptables -w -Z ZONELAB
+	local ns
+	for ns in $(ns_of az-a) $(ns_of az-b) $(ns_of az-c) "$CORE"; do
+		in_ns "$ns" iptables -w -Z ZONELAB
+		in_ns "$ns" iptables -w -Z ZONELAB_OUT
+	done
 }
 
-# counters_table prints counters_read's numbers as a table, one row per zone.
+# counters_table [in|out] prints counters_read's numbers as a table, one
+# row per zone.
 counters_table() {
-	counters_read | awk '
+	local dir=${1:-in}
+	counters_read "$dir" | awk -v dir="$dir" '
 		{ b[$1, $2] = $3; if (!($1 in seen)) { seen[$1] = 1; order[n++] = $1 } }
 		END {
-			printf "| to zone | from az-a | from az-b | from az-c | same-zone | cross-zone | cross %%\n"
+			if (dir == "out") printf "| from zone | to az-a | to az-b | to az-c | same-zone | cross-zone | cross %%\n"
+			else printf "| to zone | from az-a | from az-b | from az-c | same-zone | cross-zone | cross %%\n"
 			printf "|---|---:|---:|---:|---:|---:|---:|\n"
 			for (i = 0; i < n; i++) {
 				z = order[i]; same = (z == "outside") ? 0 : b[z, z]
@@ -297,13 +320,15 @@ produce() {
 	say "$(tail -1 "$2/produce.log") in $(elapsed_s "$t0") s"
 }
 
-# sample_counters FILE: every second, "EPOCH_MS ZONE FROM_ZONE BYTES" lines,
-# until killed.
+# sample_counters FILE [OUT_FILE]: every second, "EPOCH_MS ZONE BROKER_ZONE
+# BYTES" lines of counters_read in FILE (and of counters_read out in
+# OUT_FILE), until killed.
 sample_counters() {
 	local t
 	while :; do
 		t=$(now_ms)
 		counters_read | sed "s/^/$t /" >>"$1"
+		[[ -z ${2:-} ]] || counters_read out | sed "s/^/$t /" >>"$2"
 		sleep 1
 	done
 }
@@ -317,8 +342,79 @@ leaders() {
 
 event() { echo "$1 $(now_ms)" >>"$DIR/events.txt"; }
 
+# restart_az_a ISR_FILE: ZONELAB_RESTART_AT s from now the az-a broker stops
+# (controlled shutdown), ZONELAB_RESTART_FOR s after it is down it starts
+# again; returns once ISR_FILE (`labclient isr`'s samples) finds every
+# replica in sync again, or 180 s later. Each step is an event.
+restart_az_a() {
+	sleep "$ZONELAB_RESTART_AT"
+	event stop
+	kafka stop-node 1
+	event stopped
+	sleep "$ZONELAB_RESTART_FOR"
+	event restart
+	kafka start-node 1
+	event registered
+	local deadline=$((SECONDS + 180))
+	until [[ $(tail -n 1 "$1" | cut -d' ' -f2) == 0 ]] || ((SECONDS > deadline)); do sleep 0.5; done
+	event in-sync
+}
+
+# start_members CONFIG LOG_DIR [RUN ARGS...]: `$dir/logstore run` in each
+# zone of the caller's zones, LOG_DIR/member-I-ZONE.log, each pid appended
+# to the caller's pids.
+start_members() {
+	local config=$1 logs=$2 i
+	shift 2
+	for i in "${!zones[@]}"; do
+		# Not through in_ns: a function in the background is a subshell,
+		# and $! must be the member itself for SIGTERM to reach it.
+		ip netns exec "$(ns_of "${zones[i]}")" env LOGSTORE_RACK="${zones[i]}" \
+			"$dir/logstore" run -c "$config" "$@" >"$logs/member-$i-${zones[i]}.log" 2>&1 &
+		pids+=($!)
+	done
+}
+
+# start_input TOPIC LOG: `$dir/labclient produce` writes $dir/capture.jsonl
+# into TOPIC at ZONELAB_RATE records/s in the background; its pid goes to
+# the caller's producer and helpers. Not through produce(): $! must be the
+# producer itself for SIGTERM to reach it. (kafka-go's Writer, in `logstore
+# replay`, would give up while a leader is away.)
+start_input() {
+	"$dir/labclient" produce -brokers "$(bootstrap)" -topic "$1" -input "$dir/capture.jsonl" \
+		-rate "$ZONELAB_RATE" >"$2" 2>&1 &
+	producer=$!
+	helpers+=" $producer"
+}
+
+# stop_input LOG: stops start_input's producer (SIGTERM: it waits for what
+# it sent to be acknowledged); the caller's records becomes what it sent.
+stop_input() {
+	kill -TERM "$producer" 2>/dev/null || true
+	wait "$producer" || {
+		tail_logs "$1"
+		die "the producer failed"
+	}
+	event produced
+	records=$(sed -nE 's/^produced ([0-9]+) records.*/\1/p' "$1")
+}
+
+# wait_members LOG_DIR: waits for start_members' members; the caller's
+# failed becomes 1 if one failed (its log's end is shown).
+wait_members() {
+	local i
+	for i in "${!pids[@]}"; do
+		wait "${pids[i]}" || {
+			warn "member $i (${zones[i]}) failed"
+			tail_logs "$1/member-$i-${zones[i]}.log"
+			failed=1
+		}
+	done
+	pids=()
+}
+
 cmd_run() {
-	local records="" per_zone=4 rf=3 members=az-a,az-b,az-c restart=0 out=""
+	local records="" per_zone=4 rf=3 members=az-a,az-b,az-c restart=0 out="" produce_out=0
 	while (($#)); do
 		case $1 in
 		--records) records=$2 && shift ;;
@@ -326,6 +422,7 @@ cmd_run() {
 		--rf) rf=$2 && shift ;;
 		--members) members=$2 && shift ;;
 		--restart) restart=1 ;;
+		--produce) produce_out=1 ;;
 		--out) out=$2 && shift ;;
 		*) die "run: unknown option '$1'" ;;
 		esac
@@ -349,6 +446,10 @@ cmd_run() {
 	capture "$parts" "$records" "$dir"
 	((restart)) || produce "$topic" "$dir"
 	leaders "$topic" >"$dir/leaders.txt"
+	if ((produce_out)); then
+		run_produce "$dir" "$topic" "$records" "$parts" "$rf" "$restart" "$members"
+		return
+	fi
 	# What the planner says is the best a balanced group can do here.
 	"$dir/labclient" topology -brokers "$(bootstrap)" -topic "$topic" -members "$members" >"$dir/topology.json"
 	"$dir/logstore" plan --topology "$dir/topology.json" --json >"$dir/plan.json"
@@ -382,57 +483,23 @@ cmd_run() {
 	# (SIGTERM: flush, commit, leave) once the group has committed it all.
 	local -a mode=(--until now)
 	((restart)) && mode=()
-	for i in "${!zones[@]}"; do
-		# Not through in_ns: a function in the background is a subshell,
-		# and $! must be the member itself for SIGTERM to reach it.
-		ip netns exec "$(ns_of "${zones[i]}")" env LOGSTORE_RACK="${zones[i]}" \
-			"$dir/logstore" run -c "$dir/job.yaml" "${mode[@]}" >"$dir/member-$i-${zones[i]}.log" 2>&1 &
-		pids+=($!)
-	done
+	start_members "$dir/job.yaml" "$dir" "${mode[@]}"
 	if ((restart)); then
 		"$dir/labclient" isr -brokers "$(bootstrap)" -topic "$topic" >"$dir/isr.txt" 2>/dev/null &
 		helpers+=" $!"
-		# Not through produce(): $! must be the producer itself for SIGTERM
-		# to reach it. (kafka-go's Writer, in `logstore replay`, would give
-		# up while a leader is away.)
-		"$dir/labclient" produce -brokers "$(bootstrap)" -topic "$topic" -input "$dir/capture.jsonl" \
-			-rate "$ZONELAB_RATE" >"$dir/produce.log" 2>&1 &
-		local producer=$!
-		helpers+=" $producer"
-		sleep "$ZONELAB_RESTART_AT"
-		event stop
-		kafka stop-node 1
-		event stopped
-		sleep "$ZONELAB_RESTART_FOR"
-		event restart
-		kafka start-node 1
-		event registered
+		local producer
+		start_input "$topic" "$dir/produce.log"
+		restart_az_a "$dir/isr.txt"
 		# Keep producing until the restarted broker has been back in every
 		# ISR for ZONELAB_AFTER seconds: that is the part being judged.
-		local deadline=$((SECONDS + 180))
-		until [[ $(tail -n 1 "$dir/isr.txt" | cut -d' ' -f2) == 0 ]] || ((SECONDS > deadline)); do sleep 0.5; done
-		event in-sync
 		sleep "$ZONELAB_AFTER"
-		kill -TERM "$producer" 2>/dev/null || true
-		wait "$producer" || {
-			tail_logs "$dir/produce.log"
-			die "the producer failed"
-		}
-		event produced
-		records=$(sed -nE 's/^produced ([0-9]+) records.*/\1/p' "$dir/produce.log")
+		stop_input "$dir/produce.log"
 		"$dir/labclient" lag -brokers "$(bootstrap)" -topic "$topic" -group "$topic" -timeout 180s
 		event committed
 		for i in "${!pids[@]}"; do kill -TERM "${pids[i]}"; done
 	fi
 	local failed=0
-	for i in "${!pids[@]}"; do
-		wait "${pids[i]}" || {
-			warn "member $i (${zones[i]}) failed"
-			tail_logs "$dir/member-$i-${zones[i]}.log"
-			failed=1
-		}
-	done
-	pids=()
+	wait_members "$dir"
 	event end
 	sleep 1 # one more sample after the end
 	stop_run
@@ -454,6 +521,8 @@ cmd_run() {
 report() {
 	"$ARROW_PY" - "$@" <<-'PY'
 		import json, os, re, sys
+		sys.path.insert(0, os.path.join(os.environ["LOGSTORE_ROOT"], "scripts"))
+		import zonelab_samples
 		d, n, parts, rf, restart, topic = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1", sys.argv[6]
 		zones = ["az-a", "az-b", "az-c"]
 		kernel = {}
@@ -516,17 +585,12 @@ report() {
 		    t_start = int(events[0][1])
 		    ev = {k: int(v) - t_start for k, v in events}
 		    rel = lambda ms: (ms - t_start) / 1e3
-		    samples = {}
-		    for line in open(os.path.join(d, "samples.txt")):
-		        t, to, frm, b = line.split()
-		        if to == "az-a":
-		            samples.setdefault(int(t), {})[frm] = int(b)
+		    samples = zonelab_samples.load(os.path.join(d, "samples.txt"), "az-a")
 		    isr = [(rel(int(t)), int(c)) for t, c in (l.split() for l in open(os.path.join(d, "isr.txt")))]
 		    # The ISR is whole again at the first sample after the restart that
 		    # finds no under-replicated partition.
 		    whole = next((t for t, c in isr if t > ev["restart"] / 1e3 and c == 0), None)
-		    under = lambda t: ([c for u, c in isr if u <= t] or [-1])[-1]
-		    ts = sorted(samples)
+		    under = lambda t: zonelab_samples.at(isr, t)
 		    per_s = []
 		    print(f"\naz-a worker, per second by the kernel. az-a broker: stop at {ev['stop'] / 1e3:.1f} s, down at {ev['stopped'] / 1e3:.1f} s,"
 		          f" started again at {ev['restart'] / 1e3:.1f} s, registered at {ev['registered'] / 1e3:.1f} s,"
@@ -534,12 +598,9 @@ report() {
 		          f" producer stopped at {ev['produced'] / 1e3:.1f} s, all committed at {ev['committed'] / 1e3:.1f} s\n")
 		    print("| t s | same-zone bytes/s | cross-zone bytes/s | cross % | under-replicated partitions |")
 		    print("|---:|---:|---:|---:|---:|")
-		    for a, b in zip(ts, ts[1:]):
-		        dt = (b - a) / 1e3
-		        same = (samples[b].get("az-a", 0) - samples[a].get("az-a", 0)) / dt
-		        cross = sum(samples[b].get(z, 0) - samples[a].get(z, 0) for z in ("az-b", "az-c")) / dt
+		    for a, b, same, cross in zonelab_samples.per_second(samples, "az-a"):
 		        t = rel(b)
-		        per_s.append({"t": round(t, 2), "dt": dt, "same": round(same), "cross": round(cross), "under_replicated": under(t)})
+		        per_s.append({"t": round(t, 2), "dt": (b - a) / 1e3, "same": round(same), "cross": round(cross), "under_replicated": under(t)})
 		        print(f"| {t:.1f} | {same:,.0f} | {cross:,.0f} | {100 * cross / (same + cross) if same + cross else 0:.1f} % | {under(t)} |")
 		    after = [s for s in per_s if whole is not None and s["t"] > whole]
 		    late = sum(s["cross"] * s["dt"] for s in after)
@@ -579,7 +640,9 @@ main() {
 	run) cmd_run "$@" ;;
 	counters)
 		if [[ ${1:-} == --zero ]]; then counters_zero; fi
-		counters_table
+		counters_table in
+		echo
+		counters_table out
 		;;
 	exec) cmd_exec "$@" ;;
 	kafka) kafka "$@" ;;

@@ -4,6 +4,10 @@
 //	labclient isr -brokers B -topic T [-every 250ms]
 //	    prints "EPOCH_MS UNDER_REPLICATED" every interval until killed: how
 //	    many of T's partitions have fewer in-sync replicas than replicas
+//	labclient leaders -brokers B -topic T [-every 250ms]
+//	    prints "EPOCH_MS L1 L2 L3" every interval until killed: how many of
+//	    T's partitions brokers 1, 2 and 3 lead (all -1 when the metadata
+//	    request failed)
 //	labclient lag -brokers B -topic T -group G [-timeout 120s]
 //	    waits until G has committed the end of every partition of T
 //	labclient produce -brokers B -topic T -input FILE [-rate N]
@@ -45,14 +49,14 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: labclient isr|lag|produce|topology|read FLAGS (see the package doc)")
+		fmt.Fprintln(os.Stderr, "usage: labclient isr|leaders|lag|produce|topology|read FLAGS (see the package doc)")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	brokers := fs.String("brokers", "", "bootstrap brokers, comma-separated")
 	topic := fs.String("topic", "", "topic")
 	group := fs.String("group", "", "consumer group (lag, read)")
-	every := fs.Duration("every", 250*time.Millisecond, "isr: sampling interval")
+	every := fs.Duration("every", 250*time.Millisecond, "isr, leaders: sampling interval")
 	timeout := fs.Duration("timeout", 120*time.Second, "lag: how long to wait")
 	input := fs.String("input", "", "produce: capture file")
 	rate := fs.Float64("rate", 0, "produce: records per second (0: as fast as it goes)")
@@ -65,11 +69,19 @@ func main() {
 		os.Exit(2)
 	}
 	client := &kafka.Client{Addr: kafka.TCP(strings.Split(*brokers, ",")...), Timeout: 10 * time.Second}
+	if os.Args[1] == "isr" || os.Args[1] == "leaders" {
+		// kafka-go answers Metadata from its transport's cache, refreshed
+		// every 6 s by default: a watcher would see a leader or an ISR
+		// change up to 6 s late.
+		client.Transport = &kafka.Transport{MetadataTTL: *every}
+	}
 	ctx := context.Background()
 	var err error
 	switch os.Args[1] {
 	case "isr":
 		err = watchISR(ctx, client, *topic, *every)
+	case "leaders":
+		err = watchLeaders(ctx, client, *topic, *every)
 	case "lag":
 		err = waitCommitted(ctx, client, *topic, *group, *timeout)
 	case "produce":
@@ -104,6 +116,28 @@ func watchISR(ctx context.Context, c *kafka.Client, topic string, every time.Dur
 			}
 		}
 		fmt.Printf("%d %d\n", time.Now().UnixMilli(), n)
+		time.Sleep(every)
+	}
+}
+
+// watchLeaders prints how many of topic's partitions each of the lab's
+// three brokers leads: a restarted broker leads again only once a
+// preferred-leader election gives its partitions back.
+func watchLeaders(ctx context.Context, c *kafka.Client, topic string, every time.Duration) error {
+	for {
+		led := [3]int{-1, -1, -1}
+		mctx, cancel := context.WithTimeout(ctx, every*4)
+		md, err := c.Metadata(mctx, &kafka.MetadataRequest{Topics: []string{topic}})
+		cancel()
+		if err == nil && len(md.Topics) == 1 && md.Topics[0].Error == nil {
+			led = [3]int{}
+			for _, p := range md.Topics[0].Partitions {
+				if id := p.Leader.ID; id >= 1 && id <= 3 {
+					led[id-1]++
+				}
+			}
+		}
+		fmt.Printf("%d %d %d %d\n", time.Now().UnixMilli(), led[0], led[1], led[2])
 		time.Sleep(every)
 	}
 }
