@@ -33,6 +33,10 @@ const (
 	FailMarked    = "marked"       // first is committed with the cut mark "cut:<last>"
 	FailFileSaved = "file-written" // one file of a batch is stored; more may follow
 	FailDelivered = "delivered"    // every sink has the batch; next not yet committed
+
+	// The table sink's, between FailFileSaved and FailDelivered.
+	FailTableFiles     = "table-files-written" // a batch's data files are stored, not yet committed to the table
+	FailTableCommitted = "table-committed"     // the table holds the batch; the worker has not heard yet
 )
 
 // Failpoint kills the process if LOGSTORE_FAILPOINT names this point and its
