@@ -2,11 +2,13 @@ package pipeline
 
 import (
 	"context"
+	"slices"
 
 	"github.com/logstore/logstore/internal/kafka/producer"
 	"github.com/logstore/logstore/pipeline/decode"
 	"github.com/logstore/logstore/rack"
 	"github.com/logstore/logstore/sink"
+	"github.com/logstore/logstore/sink/iceberg"
 )
 
 // openSinks builds the configured sinks (running their preflight checks)
@@ -32,6 +34,20 @@ func (j *Job) openSinks(ctx context.Context, deps Deps) error {
 			return prefixed("sinks.", err)
 		}
 		j.sinks, files = s.All(), s.Files
+		if tc := j.cfg.Sinks.Iceberg; tc != nil {
+			t, err := iceberg.New(ctx, tc, dec.Schema(), j.log)
+			if err != nil {
+				s.Close()
+				return prefixed("sinks.", err)
+			}
+			// After the files, before Kafka: the table's commit is the
+			// batch's exactly-once step, the produce the at-least-once one.
+			at := 0
+			if files != nil {
+				at = 1
+			}
+			j.sinks = slices.Insert(j.sinks, at, sink.Sink(t))
+		}
 	}
 	for _, s := range j.sinks {
 		if f, ok := s.(*sink.Files); ok {

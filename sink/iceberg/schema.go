@@ -2,6 +2,7 @@ package iceberg
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -42,12 +43,7 @@ func columnType(f sink.Field, next *int) (iceberg.Type, error) {
 	case sink.Bool:
 		return iceberg.PrimitiveTypes.Bool, nil
 	case sink.Timestamp:
-		// Iceberg's timestamps are microseconds in Parquet; a millisecond
-		// column would be read as a time 1000 times too early.
-		if f.Unit != time.Microsecond {
-			return nil, fmt.Errorf("column %q: an Iceberg timestamp is stored in microseconds; set the column's unit to us", f.Name)
-		}
-		return iceberg.PrimitiveTypes.TimestampTz, nil
+		return iceberg.PrimitiveTypes.TimestampTz, nil // written in microseconds whatever the unit (inMicros)
 	case sink.Date:
 		return iceberg.PrimitiveTypes.Date, nil
 	case sink.Bytes:
@@ -123,4 +119,18 @@ func checkTable(name string, have *iceberg.Schema, spec iceberg.PartitionSpec, w
 		}
 	}
 	return nil
+}
+
+// inMicros is s with its timestamp columns in microseconds: Iceberg's
+// timestamps are microseconds in Parquet, and a reader takes a millisecond
+// column's numbers as microseconds. A millisecond value is a whole number
+// of microseconds, so nothing is lost.
+func inMicros(s *sink.Schema) *sink.Schema {
+	out := &sink.Schema{Fields: slices.Clone(s.Fields)}
+	for i := range out.Fields {
+		if out.Fields[i].Type == sink.Timestamp {
+			out.Fields[i].Unit = time.Microsecond
+		}
+	}
+	return out
 }

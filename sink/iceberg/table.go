@@ -47,7 +47,8 @@ type Table struct {
 	// the branch head: they would only conflict and try again.
 	commitMu sync.Mutex
 
-	mu sync.Mutex
+	mu      sync.Mutex
+	schemas map[*sink.Schema]*sink.Schema // the output's, in microseconds (inMicros)
 	// stored are batches whose data files are stored and not committed
 	// (the commit failed): a retry commits them without storing them
 	// again, since the files sink lets go of a batch's rows once stored.
@@ -84,7 +85,7 @@ func New(ctx context.Context, cfg *sink.IcebergConfig, schema *sink.Schema, log 
 		return nil, fmt.Errorf("iceberg: table %s: its data folder: %w", cfg.Table, err)
 	}
 	return &Table{name: cfg.Table, ident: Ident(cfg.Table), cat: cat, files: files, log: log.With("table", cfg.Table),
-		stored: map[batchKey]*storedBatch{}}, nil
+		schemas: map[*sink.Schema]*sink.Schema{}, stored: map[batchKey]*storedBatch{}}, nil
 }
 
 func openTable(ctx context.Context, cat catalog.Catalog, cfg *sink.IcebergConfig, schema *sink.Schema, log *slog.Logger) (*table.Table, error) {
@@ -125,7 +126,21 @@ func (t *Table) Stage(ctx context.Context, b *sink.Batch) (bool, error) {
 	if err := refusePrefix(b); err != nil {
 		return false, err
 	}
-	return t.files.Stage(ctx, b)
+	return t.files.Stage(ctx, t.inMicros(b))
+}
+
+// inMicros is b with its timestamps written in microseconds.
+func (t *Table) inMicros(b *sink.Batch) *sink.Batch {
+	t.mu.Lock()
+	s := t.schemas[b.Schema]
+	if s == nil {
+		s = inMicros(b.Schema)
+		t.schemas[b.Schema] = s
+	}
+	t.mu.Unlock()
+	out := *b
+	out.Schema = s
+	return &out
 }
 
 // Discard drops the partition's staged rows (sink.Stager).
@@ -155,7 +170,7 @@ func (t *Table) Write(ctx context.Context, b *sink.Batch) error {
 			}
 			return err
 		}
-		written, err := t.files.WriteFiles(ctx, b)
+		written, err := t.files.WriteFiles(ctx, t.inMicros(b))
 		if err != nil {
 			return err
 		}

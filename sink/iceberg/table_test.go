@@ -22,6 +22,7 @@ import (
 // testSchema has a column of every output type.
 var testSchema = &sink.Schema{Fields: []sink.Field{
 	{Name: "ts", Type: sink.Timestamp, Unit: time.Microsecond, Required: true},
+	{Name: "ts_ms", Type: sink.Timestamp, Unit: time.Millisecond},
 	{Name: "level", Type: sink.String},
 	{Name: "seq", Type: sink.Int64, Required: true},
 	{Name: "code", Type: sink.Int32},
@@ -74,7 +75,7 @@ func testBatch(p int, first, last int64) *sink.Batch {
 	for off := first; off <= last; off++ {
 		ts := t0.Add(time.Duration(off) * 7 * time.Hour) // crosses days
 		b.Rows = append(b.Rows, sink.Row{
-			ts, levels[off%4], int64(p)*1_000_000 + off, int32(off), float64(off) / 4, float32(off) / 2, off%2 == 0,
+			ts, ts.Truncate(time.Millisecond), levels[off%4], int64(p)*1_000_000 + off, int32(off), float64(off) / 4, float32(off) / 2, off%2 == 0,
 			time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC), []byte{0xde, byte(off)}, `{"n":` + fmt.Sprint(off) + `}`,
 			map[string]string{"host": "h" + fmt.Sprint(off%3)},
 		})
@@ -159,7 +160,7 @@ func TestTableTypesAndRowsReadByPyiceberg(t *testing.T) {
 		}
 	}
 	r := readTable(t, cfg)
-	wantTypes := map[string]string{"ts": "timestamptz", "level": "string", "seq": "long", "code": "int", "ratio": "double", "ratio32": "float",
+	wantTypes := map[string]string{"ts": "timestamptz", "ts_ms": "timestamptz", "level": "string", "seq": "long", "code": "int", "ratio": "double", "ratio32": "float",
 		"ok": "boolean", "day": "date", "raw": "binary", "doc": "string", "attrs": "map<string, string>"}
 	for col, typ := range wantTypes {
 		if r.Types[col] != typ {
@@ -180,7 +181,7 @@ func TestTableTypesAndRowsReadByPyiceberg(t *testing.T) {
 		if row["seq"].(float64) != 3 {
 			continue
 		}
-		want := map[string]any{"ts": "2026-11-30T04:30:00.123456+00:00", "level": "", "code": 3.0, "ratio": 0.75, "ratio32": 1.5, "ok": false,
+		want := map[string]any{"ts": "2026-11-30T04:30:00.123456+00:00", "ts_ms": "2026-11-30T04:30:00.123000+00:00", "level": "", "code": 3.0, "ratio": 0.75, "ratio32": 1.5, "ok": false,
 			"day": "2026-11-29", "raw": "de03", "doc": `{"n":3}`, "attrs": map[string]any{"host": "h0"}}
 		for k, v := range want {
 			if fmt.Sprint(row[k]) != fmt.Sprint(v) {
@@ -319,7 +320,7 @@ func TestExistingTableMismatchNamesTheColumn(t *testing.T) {
 		change func(s *sink.Schema, c *sink.IcebergConfig)
 		want   string
 	}{
-		{"type", func(s *sink.Schema, _ *sink.IcebergConfig) { s.Fields[2].Type = sink.String }, `column "seq" is long, the output writes string`},
+		{"type", func(s *sink.Schema, _ *sink.IcebergConfig) { s.Fields[s.Index("seq")].Type = sink.String }, `column "seq" is long, the output writes string`},
 		{"new column", func(s *sink.Schema, _ *sink.IcebergConfig) {
 			s.Fields = append(s.Fields, sink.Field{Name: "extra", Type: sink.String})
 		}, `has no column "extra"`},
