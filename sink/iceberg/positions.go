@@ -13,8 +13,23 @@ import (
 // lastPrefix starts the keys that record, per source partition, the last
 // offset a table holds: in the summary of the snapshot that committed it
 // (logstore.last/{topic}/{partition}), and in a table property of the same
-// name, which outlives the snapshot when it expires.
+// name, which outlives the snapshot when it expires. The value is the
+// offset, then the topic's id when Kafka keeps one: "1999 oPq3…".
 const lastPrefix = "logstore.last/"
+
+func lastValue(last int64, topicID string) string {
+	v := strconv.FormatInt(last, 10)
+	if topicID != "" {
+		v += " " + topicID
+	}
+	return v
+}
+
+func parseLastValue(v string) (last int64, topicID string, ok bool) {
+	n, id, _ := strings.Cut(v, " ")
+	last, err := strconv.ParseInt(n, 10, 64)
+	return last, id, err == nil
+}
 
 func lastKey(topic string, partition int) string {
 	return lastPrefix + topic + "/" + strconv.Itoa(partition)
@@ -37,7 +52,8 @@ func parseLastKey(key string) (topic string, partition int, ok bool) {
 type Position struct {
 	Topic     string
 	Partition int
-	Last      int64 // the last source offset the table holds
+	Last      int64  // the last source offset the table holds
+	TopicID   string // of the topic Last is an offset of; "" when unknown
 	// SnapshotID is the snapshot that committed Last, and Committed when;
 	// zero when that snapshot expired and only the table property says.
 	SnapshotID int64
@@ -49,24 +65,22 @@ type Position struct {
 // current one back, so a table rolled back to an older snapshot holds what
 // that snapshot holds; the property answers for partitions whose snapshots
 // expired.
-func positionOf(tbl *table.Table, topic string, partition int) (int64, bool) {
+func positionOf(tbl *table.Table, topic string, partition int) (last int64, topicID string, ok bool) {
 	key := lastKey(topic, partition)
 	for s := tbl.CurrentSnapshot(); s != nil; s = parent(tbl, s) {
 		if s.Summary == nil {
 			continue
 		}
-		if v, ok := s.Summary.Properties[key]; ok {
-			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-				return n, true
+		if v, found := s.Summary.Properties[key]; found {
+			if last, topicID, ok = parseLastValue(v); ok {
+				return last, topicID, true
 			}
 		}
 	}
-	if v, ok := tbl.Properties()[key]; ok && tbl.CurrentSnapshot() != nil {
-		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-			return n, true
-		}
+	if v, found := tbl.Properties()[key]; found && tbl.CurrentSnapshot() != nil {
+		return parseLastValue(v)
 	}
-	return 0, false
+	return 0, "", false
 }
 
 func parent(tbl *table.Table, s *table.Snapshot) *table.Snapshot {
@@ -85,11 +99,11 @@ func Positions(tbl *table.Table) []Position {
 			return
 		}
 		topic, p, ok := parseLastKey(key)
-		n, err := strconv.ParseInt(v, 10, 64)
-		if !ok || err != nil {
+		n, id, valid := parseLastValue(v)
+		if !ok || !valid {
 			return
 		}
-		pos := &Position{Topic: topic, Partition: p, Last: n}
+		pos := &Position{Topic: topic, Partition: p, Last: n, TopicID: id}
 		if s != nil {
 			pos.SnapshotID, pos.Committed = s.SnapshotID, time.UnixMilli(s.TimestampMs).UTC()
 		}

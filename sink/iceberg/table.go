@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
@@ -203,7 +202,7 @@ func (t *Table) commit(ctx context.Context, b *sink.Batch, files []iceberg.DataF
 	}
 	t.commitMu.Lock()
 	defer t.commitMu.Unlock()
-	last := strconv.FormatInt(b.Last, 10)
+	last := lastValue(b.Last, b.TopicID)
 	key := lastKey(b.Topic, b.Partition)
 	var err error
 	for attempt := 1; attempt <= commitAttempts; attempt++ {
@@ -266,8 +265,12 @@ func wait(ctx context.Context, attempt int) error {
 // records was committed, which the commit protocol never makes (a re-cut
 // ends where its mark says): a second job writing the same table.
 func (t *Table) holds(tbl *table.Table, b *sink.Batch) (bool, error) {
-	pos, ok := positionOf(tbl, b.Topic, b.Partition)
+	pos, topicID, ok := positionOf(tbl, b.Topic, b.Partition)
 	switch {
+	case ok && b.TopicID != "" && topicID != "" && topicID != b.TopicID:
+		t.log.Warn("iceberg: the table's position is of an earlier topic of this name (deleted and created again); the new topic's records are new to the table",
+			"topic", b.Topic, "partition", b.Partition, "table_last", pos, "table_topic_id", topicID, "topic_id", b.TopicID)
+		return false, nil
 	case !ok || pos < b.First:
 		return false, nil
 	case pos >= b.Last:

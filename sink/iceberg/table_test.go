@@ -358,3 +358,32 @@ func TestPartitionFiltersFindTheirRows(t *testing.T) {
 		}
 	}
 }
+
+// TestRecreatedTopicIsNotTakenForHeld: a topic deleted and created again
+// numbers its records from 0 again; the table's position of the old topic
+// must not make the new topic's first batches look held (they would be
+// lost), and the new topic's batches are then held once each.
+func TestRecreatedTopicIsNotTakenForHeld(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	tb := openTestTable(t, cfg)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		topicID   string
+		first     int64
+		wantCount int
+	}{
+		{"old-id", 0, 10}, {"old-id", 10, 20}, // the old topic: 0..19
+		{"new-id", 0, 30},  // the new topic's 0..9: new records
+		{"new-id", 0, 30},  // its re-cut: held
+		{"new-id", 10, 40}, // its 10..19: new, although the old topic's 10..19 were committed
+	} {
+		b := testBatch(0, tc.first, tc.first+9)
+		b.TopicID = tc.topicID
+		if err := tb.Write(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		if r := readTable(t, cfg, "--count-only"); r.Count != tc.wantCount {
+			t.Fatalf("after %s's %d..%d: %d rows, want %d", tc.topicID, b.First, b.Last, r.Count, tc.wantCount)
+		}
+	}
+}
