@@ -54,6 +54,11 @@ func (j *Job) openSinks(ctx context.Context, deps Deps) error {
 			j.layout, j.resume = f.Layout(), filesResume{f}
 		}
 	}
+	for _, s := range j.sinks {
+		if t, ok := s.(*iceberg.Table); ok && j.resume == nil {
+			j.resume = tableResume{t}
+		}
+	}
 	if t := j.cfg.DeadLetter.Topic; t != "" {
 		k, err := newKafkaDeadLetters(j.conn, t, j.rack.Rack, j.produceInZone(), produced)
 		if err != nil {

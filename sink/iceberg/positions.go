@@ -2,6 +2,7 @@ package iceberg
 
 import (
 	"cmp"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,22 +14,25 @@ import (
 // lastPrefix starts the keys that record, per source partition, the last
 // offset a table holds: in the summary of the snapshot that committed it
 // (logstore.last/{topic}/{partition}), and in a table property of the same
-// name, which outlives the snapshot when it expires. The value is the
-// offset, then the topic's id when Kafka keeps one: "1999 oPq3…".
+// name, which outlives the snapshot when it expires. The value is JSON:
+// {"last":1999,"first":1500,"topic_id":"oPq3…"}, the batch that commit
+// added (first..last) and the topic's id when Kafka keeps one.
 const lastPrefix = "logstore.last/"
 
-func lastValue(last int64, topicID string) string {
-	v := strconv.FormatInt(last, 10)
-	if topicID != "" {
-		v += " " + topicID
-	}
-	return v
+type lastValue struct {
+	Last    int64  `json:"last"`
+	First   int64  `json:"first"`
+	TopicID string `json:"topic_id,omitempty"`
 }
 
-func parseLastValue(v string) (last int64, topicID string, ok bool) {
-	n, id, _ := strings.Cut(v, " ")
-	last, err := strconv.ParseInt(n, 10, 64)
-	return last, id, err == nil
+func (v lastValue) String() string {
+	b, _ := json.Marshal(v) // plain fields: cannot fail
+	return string(b)
+}
+
+func parseLastValue(s string) (lastValue, bool) {
+	var v lastValue
+	return v, json.Unmarshal([]byte(s), &v) == nil
 }
 
 func lastKey(topic string, partition int) string {
@@ -53,6 +57,7 @@ type Position struct {
 	Topic     string
 	Partition int
 	Last      int64  // the last source offset the table holds
+	First     int64  // where the batch that ended at Last began
 	TopicID   string // of the topic Last is an offset of; "" when unknown
 	// SnapshotID is the snapshot that committed Last, and Committed when;
 	// zero when that snapshot expired and only the table property says.
@@ -60,27 +65,30 @@ type Position struct {
 	Committed  time.Time
 }
 
-// positionOf is the last offset of topic/partition the table holds, and
-// false when it holds none. The snapshots are read newest first from the
-// current one back, so a table rolled back to an older snapshot holds what
-// that snapshot holds; the property answers for partitions whose snapshots
+// PositionOf is how far tbl holds topic/partition; false when it holds
+// none of it. The snapshots are read newest first from the current one
+// back, so a table rolled back to an older snapshot holds what that
+// snapshot holds; the property answers for partitions whose snapshots
 // expired.
-func positionOf(tbl *table.Table, topic string, partition int) (last int64, topicID string, ok bool) {
+func PositionOf(tbl *table.Table, topic string, partition int) (Position, bool) {
 	key := lastKey(topic, partition)
 	for s := tbl.CurrentSnapshot(); s != nil; s = parent(tbl, s) {
 		if s.Summary == nil {
 			continue
 		}
-		if v, found := s.Summary.Properties[key]; found {
-			if last, topicID, ok = parseLastValue(v); ok {
-				return last, topicID, true
+		if raw, found := s.Summary.Properties[key]; found {
+			if v, ok := parseLastValue(raw); ok {
+				return Position{Topic: topic, Partition: partition, Last: v.Last, First: v.First, TopicID: v.TopicID,
+					SnapshotID: s.SnapshotID, Committed: time.UnixMilli(s.TimestampMs).UTC()}, true
 			}
 		}
 	}
-	if v, found := tbl.Properties()[key]; found && tbl.CurrentSnapshot() != nil {
-		return parseLastValue(v)
+	if raw, found := tbl.Properties()[key]; found && tbl.CurrentSnapshot() != nil {
+		if v, ok := parseLastValue(raw); ok {
+			return Position{Topic: topic, Partition: partition, Last: v.Last, First: v.First, TopicID: v.TopicID}, true
+		}
 	}
-	return 0, "", false
+	return Position{}, false
 }
 
 func parent(tbl *table.Table, s *table.Snapshot) *table.Snapshot {
@@ -93,37 +101,24 @@ func parent(tbl *table.Table, s *table.Snapshot) *table.Snapshot {
 // Positions lists every source partition the table holds, by topic and
 // partition.
 func Positions(tbl *table.Table) []Position {
-	found := map[string]*Position{}
-	add := func(key, v string, s *table.Snapshot) {
-		if _, seen := found[key]; seen {
-			return
-		}
-		topic, p, ok := parseLastKey(key)
-		n, id, valid := parseLastValue(v)
-		if !ok || !valid {
-			return
-		}
-		pos := &Position{Topic: topic, Partition: p, Last: n, TopicID: id}
-		if s != nil {
-			pos.SnapshotID, pos.Committed = s.SnapshotID, time.UnixMilli(s.TimestampMs).UTC()
-		}
-		found[key] = pos
-	}
+	keys := map[string]bool{}
 	for s := tbl.CurrentSnapshot(); s != nil; s = parent(tbl, s) {
 		if s.Summary != nil {
-			for k, v := range s.Summary.Properties {
-				add(k, v, s)
+			for k := range s.Summary.Properties {
+				keys[k] = true
 			}
 		}
 	}
-	if tbl.CurrentSnapshot() != nil {
-		for k, v := range tbl.Properties() {
-			add(k, v, nil)
-		}
+	for k := range tbl.Properties() {
+		keys[k] = true
 	}
 	var all []Position
-	for _, p := range found {
-		all = append(all, *p)
+	for k := range keys {
+		if topic, p, ok := parseLastKey(k); ok {
+			if pos, ok := PositionOf(tbl, topic, p); ok {
+				all = append(all, pos)
+			}
+		}
 	}
 	slices.SortFunc(all, func(a, b Position) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))

@@ -193,7 +193,8 @@ func (t *Table) Write(ctx context.Context, b *sink.Batch) error {
 	return nil
 }
 
-// commit appends files in one snapshot whose summary records b.Last. Each
+// commit appends files in one snapshot whose summary records b.First..
+// b.Last. Each
 // try reads the table afresh: a batch it holds now (a commit whose answer
 // was lost, another member's, a zombie's) is not added again.
 func (t *Table) commit(ctx context.Context, b *sink.Batch, files []iceberg.DataFile) error {
@@ -202,7 +203,7 @@ func (t *Table) commit(ctx context.Context, b *sink.Batch, files []iceberg.DataF
 	}
 	t.commitMu.Lock()
 	defer t.commitMu.Unlock()
-	last := lastValue(b.Last, b.TopicID)
+	last := lastValue{Last: b.Last, First: b.First, TopicID: b.TopicID}.String()
 	key := lastKey(b.Topic, b.Partition)
 	var err error
 	for attempt := 1; attempt <= commitAttempts; attempt++ {
@@ -265,11 +266,12 @@ func wait(ctx context.Context, attempt int) error {
 // records was committed, which the commit protocol never makes (a re-cut
 // ends where its mark says): a second job writing the same table.
 func (t *Table) holds(tbl *table.Table, b *sink.Batch) (bool, error) {
-	pos, topicID, ok := positionOf(tbl, b.Topic, b.Partition)
+	p, ok := PositionOf(tbl, b.Topic, b.Partition)
+	pos := p.Last
 	switch {
-	case ok && b.TopicID != "" && topicID != "" && topicID != b.TopicID:
+	case ok && b.TopicID != "" && p.TopicID != "" && p.TopicID != b.TopicID:
 		t.log.Warn("iceberg: the table's position is of an earlier topic of this name (deleted and created again); the new topic's records are new to the table",
-			"topic", b.Topic, "partition", b.Partition, "table_last", pos, "table_topic_id", topicID, "topic_id", b.TopicID)
+			"topic", b.Topic, "partition", b.Partition, "table_last", pos, "table_topic_id", p.TopicID, "topic_id", b.TopicID)
 		return false, nil
 	case !ok || pos < b.First:
 		return false, nil
@@ -299,6 +301,17 @@ func (t *Table) dataFiles(tbl *table.Table, written []sink.WrittenFile) ([]icebe
 		dfs = append(dfs, bld.Build())
 	}
 	return dfs, nil
+}
+
+// Position reads the table and says how far it holds topic/partition:
+// where a job that lost its group's offsets resumes.
+func (t *Table) Position(ctx context.Context, topic string, partition int) (Position, bool, error) {
+	tbl, err := t.cat.LoadTable(ctx, t.ident)
+	if err != nil {
+		return Position{}, false, fmt.Errorf("iceberg: loading table %s: %w", t.name, err)
+	}
+	p, ok := PositionOf(tbl, topic, partition)
+	return p, ok, nil
 }
 
 // refusePrefix turns away backfills and replays: they write beside the
