@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/logstore/logstore/internal/confkey"
 	"github.com/logstore/logstore/internal/secret"
@@ -20,11 +21,15 @@ type IcebergConfig struct {
 	Catalog IcebergCatalog `yaml:"catalog"`
 	// PartitionBy is the table's partition spec, used when the table is
 	// created and checked against an existing one.
-	PartitionBy     []TablePartition `yaml:"partition_by"`
-	TargetFileBytes int64            `yaml:"target_file_bytes"`
-	MaxFileBytes    int64            `yaml:"max_file_bytes"`
-	SpoolDir        string           `yaml:"spool_dir"`
-	Parquet         *ParquetConfig   `yaml:"parquet"`
+	PartitionBy []TablePartition `yaml:"partition_by"`
+	// CommitInterval is how long a member's commit waits for more of its
+	// partitions' batches to commit with, in one snapshot; 0 commits at
+	// once what is waiting.
+	CommitInterval  time.Duration  `yaml:"commit_interval"`
+	TargetFileBytes int64          `yaml:"target_file_bytes"`
+	MaxFileBytes    int64          `yaml:"max_file_bytes"`
+	SpoolDir        string         `yaml:"spool_dir"`
+	Parquet         *ParquetConfig `yaml:"parquet"`
 	// S3 is for data files and, through the same endpoint and
 	// credentials, for the table's metadata files.
 	S3   *S3Config   `yaml:"s3"`
@@ -123,6 +128,9 @@ func (c *IcebergConfig) validate() error {
 	}
 	if c.Catalog.Type != "rest" && (c.Catalog.Credential != "" || c.Catalog.Token != "") {
 		return confkey.Errorf("iceberg.catalog.credential", "credential and token are for the rest catalog; the %s catalog takes the AWS chain or properties", c.Catalog.Type)
+	}
+	if c.CommitInterval < 0 || c.CommitInterval > time.Minute {
+		return confkey.Errorf("iceberg.commit_interval", "%s is outside 0s..1m", c.CommitInterval)
 	}
 	seen := map[string]bool{}
 	for i, p := range c.PartitionBy {

@@ -27,11 +27,6 @@ import (
 	"github.com/logstore/logstore/sink"
 )
 
-// commitAttempts bounds the tries of one commit against other writers'
-// commits; past it Write fails and the worker retries the batch (with the
-// same data files), backing off as for any sink.
-const commitAttempts = 10
-
 // Table is the sink. It stages rows as the files sink does (it is one),
 // and at the cut stores the batch's files and commits them in one
 // snapshot.
@@ -42,9 +37,12 @@ type Table struct {
 	files *sink.Files
 	log   *slog.Logger
 
-	// commitMu keeps this process's partitions from racing each other for
-	// the branch head: they would only conflict and try again.
-	commitMu sync.Mutex
+	// The member's batches waiting for a commit, and who commits them
+	// (commit.go).
+	interval time.Duration
+	queueMu  sync.Mutex
+	queue    []*pendingCommit
+	leader   chan struct{}
 
 	mu      sync.Mutex
 	schemas map[*sink.Schema]*sink.Schema // the output's, in microseconds (inMicros)
@@ -84,7 +82,7 @@ func New(ctx context.Context, cfg *sink.IcebergConfig, schema *sink.Schema, log 
 		return nil, fmt.Errorf("iceberg: table %s: its data folder: %w", cfg.Table, err)
 	}
 	return &Table{name: cfg.Table, ident: Ident(cfg.Table), cat: cat, files: files, log: log.With("table", cfg.Table),
-		schemas: map[*sink.Schema]*sink.Schema{}, stored: map[batchKey]*storedBatch{}}, nil
+		schemas: map[*sink.Schema]*sink.Schema{}, stored: map[batchKey]*storedBatch{}, interval: cfg.CommitInterval, leader: make(chan struct{}, 1)}, nil
 }
 
 func openTable(ctx context.Context, cat catalog.Catalog, cfg *sink.IcebergConfig, schema *sink.Schema, log *slog.Logger) (*table.Table, error) {
@@ -162,7 +160,7 @@ func (t *Table) Write(ctx context.Context, b *sink.Batch) error {
 		if err != nil {
 			return fmt.Errorf("iceberg: loading table %s: %w", t.name, err)
 		}
-		if held, err := t.holds(tbl, b); err != nil || held {
+		if held, err := t.holds(tbl, refOf(b)); err != nil || held {
 			if held {
 				t.files.Discard(b.Topic, b.Partition, b.Prefix)
 				t.log.Info("iceberg: the table holds this batch already; not writing it again", "topic", b.Topic, "partition", b.Partition, "first", b.First, "last", b.Last)
@@ -183,7 +181,7 @@ func (t *Table) Write(ctx context.Context, b *sink.Batch) error {
 		t.mu.Unlock()
 		sink.Failpoint(sink.FailTableFiles)
 	}
-	if err := t.commit(ctx, b, st.files); err != nil {
+	if err := t.commit(ctx, &pendingCommit{batch: refOf(b), files: st.files, done: make(chan error, 1)}); err != nil {
 		return err
 	}
 	t.mu.Lock()
@@ -193,79 +191,11 @@ func (t *Table) Write(ctx context.Context, b *sink.Batch) error {
 	return nil
 }
 
-// commit appends files in one snapshot whose summary records b.First..
-// b.Last. Each
-// try reads the table afresh: a batch it holds now (a commit whose answer
-// was lost, another member's, a zombie's) is not added again.
-func (t *Table) commit(ctx context.Context, b *sink.Batch, files []iceberg.DataFile) error {
-	if len(files) == 0 {
-		return nil // every row went to the dead letters
-	}
-	t.commitMu.Lock()
-	defer t.commitMu.Unlock()
-	last := lastValue{Last: b.Last, First: b.First, TopicID: b.TopicID}.String()
-	key := lastKey(b.Topic, b.Partition)
-	var err error
-	for attempt := 1; attempt <= commitAttempts; attempt++ {
-		if attempt > 1 {
-			t.log.Debug("iceberg: commit did not go through; reading the table again", "topic", b.Topic, "partition", b.Partition, "first", b.First, "last", b.Last, "attempt", attempt, "err", err)
-			if werr := wait(ctx, attempt); werr != nil {
-				return werr
-			}
-		}
-		var tbl *table.Table
-		if tbl, err = t.cat.LoadTable(ctx, t.ident); err != nil {
-			return fmt.Errorf("iceberg: loading table %s: %w", t.name, err)
-		}
-		held, herr := t.holds(tbl, b)
-		if herr != nil {
-			return herr
-		}
-		if held {
-			t.log.Info("iceberg: the table holds this batch already (an earlier try or another member committed it); not committing it again", "topic", b.Topic, "partition", b.Partition, "first", b.First, "last", b.Last)
-			return nil
-		}
-		txn := tbl.NewTransaction()
-		// The head this try read: any commit since fails this one, which
-		// then reads again rather than let iceberg-go replay it blindly.
-		if err = txn.AssertRefSnapshotID(table.MainBranch); err != nil {
-			return err
-		}
-		if err = txn.SetProperties(iceberg.Properties{key: last}); err != nil {
-			return err
-		}
-		summary := iceberg.Properties{key: last, "logstore.batch": b.Name()}
-		// Whether the table holds the batch is the check above, by offsets;
-		// iceberg-go's own would read every manifest of the table.
-		if err = txn.AddDataFiles(ctx, files, summary, table.WithoutDuplicateCheck()); err != nil {
-			return fmt.Errorf("iceberg: table %s: adding %s: %w", t.name, b.Name(), err)
-		}
-		if _, err = txn.Commit(ctx); err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-	}
-	return fmt.Errorf("iceberg: committing %s to table %s: %d tries met other commits or failed: %w", b.Name(), t.name, commitAttempts, err)
-}
-
-// wait backs off before the attempt-th try: 50 ms doubling to 2 s.
-func wait(ctx context.Context, attempt int) error {
-	d := min(50*time.Millisecond<<(attempt-2), 2*time.Second)
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
-}
-
 // holds says whether tbl holds b: its position for b's partition is at or
 // past b.Last. A position inside the batch means another cut of the same
 // records was committed, which the commit protocol never makes (a re-cut
 // ends where its mark says): a second job writing the same table.
-func (t *Table) holds(tbl *table.Table, b *sink.Batch) (bool, error) {
+func (t *Table) holds(tbl *table.Table, b batchRef) (bool, error) {
 	p, ok := PositionOf(tbl, b.Topic, b.Partition)
 	pos := p.Last
 	switch {

@@ -387,3 +387,32 @@ func TestRecreatedTopicIsNotTakenForHeld(t *testing.T) {
 		}
 	}
 }
+
+// TestMemberCommitsItsPartitionsTogether: batches of a member's partitions
+// cut at about the same time go into one snapshot (commit_interval), so a
+// member with many partitions does not make a snapshot per batch.
+func TestMemberCommitsItsPartitionsTogether(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.CommitInterval = 500 * time.Millisecond
+	tb := openTestTable(t, cfg)
+	var wg sync.WaitGroup
+	errs := make([]error, 6)
+	var batches []*sink.Batch
+	for p := range 6 {
+		b := testBatch(p, 0, 9)
+		batches = append(batches, b)
+		wg.Go(func() { errs[p] = tb.Write(context.Background(), b) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	r := readTable(t, cfg)
+	wantOnce(t, r, batches...)
+	if r.Snapshots > 2 {
+		t.Errorf("%d snapshots for 6 partitions' batches cut together, want 1 (2 at most when one came late)", r.Snapshots)
+	}
+	if pos := positionsOf(t, tb); pos != "logs/0:9 logs/1:9 logs/2:9 logs/3:9 logs/4:9 logs/5:9" {
+		t.Errorf("positions %s", pos)
+	}
+}
