@@ -140,6 +140,12 @@ func (t *Table) inMicros(b *sink.Batch) *sink.Batch {
 	return &out
 }
 
+// CheckRows names the rows whose data file the store cannot take (a key
+// too long), before any sink writes the batch (sink.RowChecker).
+func (t *Table) CheckRows(b *sink.Batch) []*sink.RowError {
+	return t.files.CheckRows(t.inMicros(b))
+}
+
 // Discard drops the partition's staged rows (sink.Stager).
 func (t *Table) Discard(topic string, partition int, prefix string) {
 	t.files.Discard(topic, partition, prefix)
@@ -262,4 +268,7 @@ func (t *Table) Close() error {
 	return err
 }
 
-var _ sink.Stager = (*Table)(nil)
+var (
+	_ sink.Stager     = (*Table)(nil)
+	_ sink.RowChecker = (*Table)(nil)
+)
