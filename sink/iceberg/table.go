@@ -4,7 +4,7 @@
 //
 // Guarantee: exactly once per source record in the table's current
 // snapshot. Each commit's snapshot summary records, per source partition,
-// the last offset it covers (logstore.last/{topic}/{partition}); a commit
+// the batch it covers (logstore.last/{topic}/{partition}); a commit
 // asserts the branch head it read (optimistic concurrency), and every try,
 // the first and each one after a conflict or an unknown outcome, reads
 // the table again and skips a batch the table already holds. So a re-cut
@@ -28,8 +28,8 @@ import (
 )
 
 // Table is the sink. It stages rows as the files sink does (it is one),
-// and at the cut stores the batch's files and commits them in one
-// snapshot.
+// and at the cut stores the batch's files and commits them, in one
+// snapshot with the member's other partitions' batches waiting then.
 type Table struct {
 	name  string
 	ident table.Identifier
