@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -142,6 +143,7 @@ func (s *partitionSet) keep(tp topicPartition, r *partitionRun, first readyWorke
 		if time.Since(began) > heldBackoffMax {
 			backoff = heldBackoff // it ran well for a while: a new fault
 		}
+		backoff = heldWait(err, backoff)
 		s.j.log.Error("partition failed; holding it and starting it again from its last commit, the member's other partitions go on",
 			"topic", tp.topic, "partition", tp.partition, "err", err, "backoff", backoff)
 		s.j.metrics.partitionHeld(true)
@@ -156,11 +158,23 @@ func (s *partitionSet) keep(tp topicPartition, r *partitionRun, first readyWorke
 
 // A failed partition's wait before it starts again, doubling up to the
 // maximum: a fault that lasts (a sink that refuses the partition's
-// writes) is tried about once a minute, without flooding the log.
+// writes) is tried about once a minute, without flooding the log. A
+// network error (a broker restarting, its leadership not yet moved) is
+// tried at least every heldBackoffNetwork, so the partition starts
+// within seconds of the broker's return, not up to a minute later.
 const (
-	heldBackoff    = time.Second
-	heldBackoffMax = time.Minute
+	heldBackoff        = time.Second
+	heldBackoffMax     = time.Minute
+	heldBackoffNetwork = 4 * time.Second
 )
+
+// heldWait is the wait before a failed partition starts again.
+func heldWait(err error, backoff time.Duration) time.Duration {
+	if _, ok := errors.AsType[net.Error](err); ok {
+		return min(backoff, heldBackoffNetwork)
+	}
+	return backoff
+}
 
 // Revoke stops the partitions and waits until each worker let go: with
 // kafka.revoke: write its open batch is written and committed, with

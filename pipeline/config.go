@@ -72,6 +72,17 @@ type InputConfig struct {
 	// open batch: handover (dropped; the new owner reads it again from the
 	// last commit) or write (cut, written and committed first).
 	Revoke string `yaml:"revoke"`
+	// LeaveOnShutdown makes a static member leave the group when it stops
+	// (a scale-in), so its partitions move at once instead of after the
+	// session timeout; a dynamic member always leaves.
+	LeaveOnShutdown bool `yaml:"leave_on_shutdown"`
+	// GroupProtocol is classic (JoinGroup/SyncGroup, this member's
+	// rack-aware planner assigns) or consumer (KIP-848: the broker assigns,
+	// rack-blind in Kafka 4.x).
+	GroupProtocol string `yaml:"group_protocol"`
+	// GroupRemoteAssignor is the broker-side assignor under
+	// group_protocol: consumer: uniform or range.
+	GroupRemoteAssignor string `yaml:"group_remote_assignor"`
 }
 
 // FetchConfig tunes the partition readers.
@@ -195,6 +206,12 @@ func (c *Config) SetDefaults() {
 	if k.Revoke == "" {
 		k.Revoke = RevokeHandover
 	}
+	if k.GroupProtocol == "" {
+		k.GroupProtocol = GroupProtocolClassic
+	}
+	if k.GroupRemoteAssignor == "" && k.GroupProtocol == GroupProtocolConsumer {
+		k.GroupRemoteAssignor = "uniform"
+	}
 	c.Rack.SetDefaults()
 	c.Schema.SetDefaults()
 	confkey.Default(&c.Batch.MaxAge, 5*time.Minute)
@@ -218,6 +235,12 @@ const (
 	RebalanceEager       = "eager"
 	RevokeHandover       = "handover"
 	RevokeWrite          = "write"
+)
+
+// Values of kafka.group_protocol.
+const (
+	GroupProtocolClassic  = "classic"
+	GroupProtocolConsumer = "consumer"
 )
 
 // The brokers check a group instance id as a topic name (JoinGroup
@@ -277,6 +300,19 @@ func (c *Config) Validate() error {
 	}
 	if err := confkey.OneOf("kafka.revoke", k.Revoke, RevokeHandover, RevokeWrite); err != nil {
 		return err
+	}
+	if err := confkey.OneOf("kafka.group_protocol", k.GroupProtocol, GroupProtocolClassic, GroupProtocolConsumer); err != nil {
+		return err
+	}
+	if k.GroupProtocol == GroupProtocolConsumer {
+		if k.Rebalance == RebalanceEager {
+			return confkey.Errorf("kafka.rebalance", "eager has no place under group_protocol: consumer (KIP-848 is incremental: a member only lets go of what moves); remove it or use group_protocol: classic")
+		}
+		if err := confkey.OneOf("kafka.group_remote_assignor", k.GroupRemoteAssignor, "uniform", "range"); err != nil {
+			return err
+		}
+	} else if k.GroupRemoteAssignor != "" {
+		return confkey.Errorf("kafka.group_remote_assignor", "only applies to group_protocol: consumer (the broker assigns); the classic protocol uses rack.balancer")
 	}
 	if id := k.GroupInstanceID; id != "" && (len(id) > maxInstanceID || !instanceIDChars.MatchString(id)) {
 		return confkey.Errorf("kafka.group_instance_id", "%q: the brokers take at most %d of the characters a-z A-Z 0-9 . _ - (a pod name: ${POD_NAME})", id, maxInstanceID)

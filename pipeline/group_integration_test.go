@@ -158,6 +158,9 @@ type groupOptions struct {
 	instance     map[string]string // kafka.group_instance_id by zone; "" dynamic
 	rebalance    string            // kafka.rebalance; "" keeps the default
 	revoke       string            // kafka.revoke; "" keeps the default
+	protocol     string            // kafka.group_protocol; "" keeps the default
+	leave        bool              // kafka.leave_on_shutdown
+	session      time.Duration     // kafka.session_timeout; 0 is 10s
 	maxAge       time.Duration     // batch.max_age; 0 is 1s
 	// sink, when set, is the member's sink instead of the store's.
 	sink func(zone string) sink.Sink
@@ -181,6 +184,16 @@ func memberConfig(t *testing.T, o groupOptions, zone string) *Config {
 	if o.revoke != "" {
 		group += "\n  revoke: " + o.revoke
 	}
+	if o.protocol != "" {
+		group += "\n  group_protocol: " + o.protocol
+	}
+	if o.leave {
+		group += "\n  leave_on_shutdown: true"
+	}
+	session := 10 * time.Second
+	if o.session > 0 {
+		session = o.session
+	}
 	maxAge := time.Second
 	if o.maxAge > 0 {
 		maxAge = o.maxAge
@@ -193,7 +206,7 @@ kafka:
   client_id: logstore-%s
   isolation: read_uncommitted
   start_offset: earliest
-  session_timeout: 10s
+  session_timeout: %s
   heartbeat_interval: 1s
   rebalance_timeout: 10s%s
   max_records_per_second: %d
@@ -222,7 +235,7 @@ dead_letter:
 run:
   shutdown_timeout: 10s
   progress_interval: 5s
-`, strings.Join(testkit.Brokers, ", "), o.topic, o.group, zone, group, o.rate[zone], lease, zone, o.follower, maxAge, t.TempDir())
+`, strings.Join(testkit.Brokers, ", "), o.topic, o.group, zone, session, group, o.rate[zone], lease, zone, o.follower, maxAge, t.TempDir())
 	cfg, err := Parse(zone+".yaml", []byte(yaml))
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 )
@@ -21,11 +23,22 @@ func TestMembershipKeys(t *testing.T) {
 	if k := c.Kafka; k.GroupInstanceID != "logstore-2" || k.Rebalance != RebalanceCooperative || k.Revoke != RevokeHandover {
 		t.Errorf("instance %q, rebalance %q, revoke %q; want logstore-2, cooperative, handover", k.GroupInstanceID, k.Rebalance, k.Revoke)
 	}
+	c, err = Parse("t.yaml", []byte(with("  group_protocol: consumer\n  leave_on_shutdown: true\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := c.Kafka; k.GroupRemoteAssignor != "uniform" || !k.LeaveOnShutdown {
+		t.Errorf("group_remote_assignor %q, leave_on_shutdown %v; want uniform, true", k.GroupRemoteAssignor, k.LeaveOnShutdown)
+	}
 	for _, tc := range []struct{ name, lines, key, msg string }{
 		{"instance id with a slash", "  group_instance_id: pods/logstore-0\n", "kafka.group_instance_id", "a-z A-Z 0-9 . _ -"},
 		{"instance id too long", "  group_instance_id: " + strings.Repeat("x", 250) + "\n", "kafka.group_instance_id", "at most 249"},
 		{"unknown rebalance", "  rebalance: incremental\n", "kafka.rebalance", "cooperative"},
 		{"unknown revoke", "  revoke: flush\n", "kafka.revoke", "handover"},
+		{"unknown group protocol", "  group_protocol: kip848\n", "kafka.group_protocol", "classic, consumer"},
+		{"eager under consumer", "  rebalance: eager\n  group_protocol: consumer\n", "kafka.rebalance", "incremental"},
+		{"unknown broker assignor", "  group_remote_assignor: sticky\n  group_protocol: consumer\n", "kafka.group_remote_assignor", "uniform, range"},
+		{"broker assignor under classic", "  group_remote_assignor: range\n", "kafka.group_remote_assignor", "rack.balancer"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("t.yaml", []byte(with(tc.lines)))
@@ -34,5 +47,19 @@ func TestMembershipKeys(t *testing.T) {
 				t.Errorf("got %v; want a ConfigError at line 5 naming %s and saying %q", err, tc.key, tc.msg)
 			}
 		})
+	}
+}
+
+// TestPlanLiveRefusesConsumerProtocol: under group_protocol: consumer the
+// broker assigns, so `logstore plan` must not show the rack-aware plan as
+// if it were the group's.
+func TestPlanLiveRefusesConsumerProtocol(t *testing.T) {
+	c, err := Parse("t.yaml", []byte(strings.Replace(minimalConfig, "  group: g\n", "  group: g\n  group_protocol: consumer\n", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = PlanLive(context.Background(), c, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "the broker assigns") || !strings.Contains(err.Error(), "--topology") {
+		t.Errorf("got %v; want a refusal saying the broker assigns and naming --topology", err)
 	}
 }

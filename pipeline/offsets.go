@@ -100,8 +100,11 @@ func isFenced(err error) bool {
 type memberCommitter struct {
 	client *kafka.Client
 	group  string
-	member *group.Member
-	owns   func(topic string, partition int) bool
+	member generations
+	// at is the committer of one generation (classic) or member epoch
+	// (consumer); nil is OffsetCommit through client.
+	at   func(generation int32, member string) committer
+	owns func(topic string, partition int) bool
 	// wait bounds the wait for the next generation: the rebalance timeout,
 	// past which the group went on without this member.
 	wait time.Duration
@@ -111,7 +114,10 @@ func (c *memberCommitter) commit(ctx context.Context, topic string, partition in
 	for {
 		changed := c.member.Changed()
 		gen, id := c.member.Current()
-		g := groupCommitter{client: c.client, group: c.group, generation: int(gen), member: id}
+		var g committer = &groupCommitter{client: c.client, group: c.group, generation: int(gen), member: id}
+		if c.at != nil {
+			g = c.at(gen, id)
+		}
 		err := g.commit(ctx, topic, partition, offset, metadata)
 		if err == nil || !rebalancing(err) || !c.owns(topic, partition) {
 			return err
@@ -126,16 +132,74 @@ func (c *memberCommitter) commit(ctx context.Context, topic string, partition in
 	}
 }
 
-// rebalancing says a commit was refused only because its generation is not
-// the group's current one.
+// generations is a group member as its commits see it.
+type generations interface {
+	Current() (generation int32, memberID string)
+	Changed() <-chan struct{}
+}
+
+// rebalancing says a commit was refused only because its generation (or
+// member epoch) is not the group's current one.
 func rebalancing(err error) bool {
-	return errors.Is(err, errFenced) && (errors.Is(err, kafka.RebalanceInProgress) || errors.Is(err, kafka.IllegalGeneration))
+	return errors.Is(err, errFenced) && (errors.Is(err, kafka.RebalanceInProgress) || errors.Is(err, kafka.IllegalGeneration) ||
+		errors.Is(err, group.ErrStaleMemberEpoch))
+}
+
+// epochCommitter commits through a next-generation member (OffsetCommit
+// v9) with one member epoch.
+type epochCommitter struct {
+	member *group.ConsumerMember
+	epoch  int32
+}
+
+func (c epochCommitter) commit(ctx context.Context, topic string, partition int, offset int64, metadata string) error {
+	err := c.member.Commit(ctx, c.epoch, topic, partition, offset, metadata)
+	if err == nil {
+		return nil
+	}
+	if isFenced(err) || errors.Is(err, group.ErrStaleMemberEpoch) || errors.Is(err, group.ErrFencedMemberEpoch) {
+		return fmt.Errorf("%w: committing %s/%d: %w", errFenced, topic, partition, err)
+	}
+	return fmt.Errorf("committing %s/%d at %d: %w", topic, partition, offset, err)
 }
 
 // noCommit is the committer of a replay: it never touches the group.
 type noCommit struct{}
 
 func (noCommit) commit(context.Context, string, int, int64, string) error { return nil }
+
+// fetchPositions reads where the partitions stand in the group. With
+// exactly_once it first waits for any transaction that commits offsets
+// for them to end (OffsetFetch with require_stable, KIP-447): a zombie
+// may still commit one, and what it commits this member must not read
+// and write again. A member that died mid-transaction makes this wait
+// until sinks.kafka.transaction_timeout aborts its transaction.
+func (j *Job) fetchPositions(ctx context.Context, assigned map[string][]int) (map[string]map[int]position, error) {
+	if j.eos == nil {
+		return fetchPositions(ctx, j.conn.Client, j.cfg.Kafka.Group, assigned)
+	}
+	topics := make(map[string][]int32, len(assigned))
+	for topic, ps := range assigned {
+		for _, p := range ps {
+			topics[topic] = append(topics[topic], int32(p))
+		}
+	}
+	got, err := j.eos.kafka.Producer().StableOffsets(ctx, j.cfg.Kafka.Group, topics)
+	if err != nil {
+		return nil, fmt.Errorf("fetching committed offsets of group %s: %w", j.cfg.Kafka.Group, err)
+	}
+	out := make(map[string]map[int]position, len(assigned))
+	for topic, ps := range assigned {
+		out[topic] = make(map[int]position, len(ps))
+		for _, p := range ps {
+			out[topic][p] = position{Offset: -1, Cut: -1}
+			if c, ok := got[topic][int32(p)]; ok && c.Offset >= 0 {
+				out[topic][p] = parseMark(c.Metadata).at(c.Offset)
+			}
+		}
+	}
+	return out, nil
+}
 
 // fetchPositions reads the group's committed offsets and pending cuts.
 func fetchPositions(ctx context.Context, client *kafka.Client, group string, parts map[string][]int) (map[string]map[int]position, error) {

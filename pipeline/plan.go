@@ -15,6 +15,10 @@ import (
 // partitions from their JoinGroup user data), as the group leader would at
 // the next rebalance.
 func PlanLive(ctx context.Context, cfg *Config, log *slog.Logger) (rack.PlanResult, error) {
+	if cfg.Kafka.GroupProtocol == GroupProtocolConsumer {
+		return rack.PlanResult{}, fmt.Errorf("kafka.group_protocol is consumer: the broker assigns (kafka.group_remote_assignor %s, not rack-aware), not this planner; "+
+			"plan a classic group, or give --topology FILE", cfg.Kafka.GroupRemoteAssignor)
+	}
 	conn, err := NewClients(ctx, cfg.Kafka)
 	if err != nil {
 		return rack.PlanResult{}, err

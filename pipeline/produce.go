@@ -1,8 +1,16 @@
 package pipeline
 
 import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
 	"github.com/logstore/logstore/internal/kafka/producer"
 	"github.com/logstore/logstore/pipeline/fetch"
+	"github.com/logstore/logstore/sink"
 )
 
 // produceDial is how producers reach the cluster: the fetch client's
@@ -23,4 +31,158 @@ func newProducer(conn *Clients, cfg producer.Config) (*producer.Producer, error)
 		cfg.ClientID = conn.Dialer.ClientID
 	}
 	return producer.New(cfg)
+}
+
+// exactlyOnce is sinks.kafka.delivery: exactly_once. A batch's files are
+// written first (idempotent by their names); then one transaction holds
+// the batch's rows on the output topic, its dead letters on the
+// dead-letter topic, and the commit of its next offset (TxnOffsetCommit
+// with the member's generation, KIP-447). A crash anywhere before the
+// commit leaves the cut mark, so the batch is cut again at the same place
+// and its transaction written again; an aborted or unfinished transaction
+// is never seen by read_committed consumers.
+//
+// The transactional id is one per member: logstore-<group>-<instance id>
+// for a static member, so a restarted pod fences its predecessor and
+// aborts its open transaction at start (InitProducerId); a dynamic member
+// has no name that survives it, so its id carries a random suffix, and
+// what a dead dynamic member left open is aborted by the brokers at
+// sinks.kafka.transaction_timeout. Zombies are fenced by their generation
+// either way (KIP-447); one id per member rather than per partition keeps
+// one producer and its connections per member (the KIP-98 way, an id per
+// partition, would open a producer per partition).
+type exactlyOnce struct {
+	kafka    *sink.Kafka
+	dead     *kafkaDeadLetters // on the sink's producer; nil without a dead-letter topic
+	group    string
+	instance string
+}
+
+// transactionalID is the member's (see exactlyOnce).
+func transactionalID(group, instance string) string {
+	if instance != "" {
+		return "logstore-" + group + "-" + instance
+	}
+	return "logstore-" + group + "-" + rand.Text()[:12]
+}
+
+// inTxn says whether the worker's sink s writes in the transaction rather
+// than in deliver.
+func (w *worker) inTxn(s sink.Sink) bool {
+	return w.eos != nil && s == sink.Sink(w.eos.kafka)
+}
+
+// deadInTxn says whether the dead-letter writer d writes in the
+// transaction rather than in deliver.
+func (w *worker) deadInTxn(d deadLetterWriter) bool {
+	return w.eos != nil && w.eos.dead != nil && d == deadLetterWriter(w.eos.dead)
+}
+
+// commitNext commits the batch's next offset: with exactly_once in the
+// transaction that writes its rows and dead letters to Kafka, retried as
+// a whole until it commits or the member is fenced.
+//
+// The resume record saying the output holds the batch is written only
+// after its transaction committed (flush leaves it here): the files alone
+// are not the output, and a record written before would make the member
+// taking over continue after a batch whose rows a killed transaction took
+// away (reconcile's "written whole; its commit was not").
+func (w *worker) commitNext(ctx context.Context, last int64) error {
+	b := &w.batch
+	if w.eos == nil {
+		return w.commitRetrying(ctx, last+1, "")
+	}
+	if len(b.rows) == 0 && (len(b.dead) == 0 || w.eos.dead == nil) {
+		// Nothing for Kafka (every record filtered out): a plain commit.
+		if err := w.saveResume(ctx, last, false); err != nil {
+			return err
+		}
+		return w.commitRetrying(ctx, last+1, "")
+	}
+	if !b.transacted {
+		start := time.Now()
+		err := retry(ctx, w.log, "writing batch "+strconv.FormatInt(b.first, 10)+"-"+strconv.FormatInt(last, 10)+" in a transaction", w.metrics.retrier(opCommit), func() error {
+			return w.transact(ctx, last)
+		})
+		if err != nil {
+			return err
+		}
+		w.metrics.timeCommit(stepNext, start)
+		// Committed: a flush that fails after this must not write it again.
+		b.transacted = true
+	}
+	return w.saveResume(ctx, last, false)
+}
+
+// transact runs one transaction for the delivered batch ending at last,
+// with the generation the member is in now. Like memberCommitter, a
+// generation that ended under it while the partition stays this member's
+// is waited for and the transaction written again in the next.
+func (w *worker) transact(ctx context.Context, last int64) error {
+	for {
+		member, changed, owned := w.txnMember()
+		err := w.transactOnce(ctx, last, member)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, producer.ErrProducerFenced):
+			return errFatal{fmt.Errorf("%s/%d: %w; another process runs with this member's transactional id (two members with one kafka.group_instance_id?): stopping", w.topic, w.partition, err)}
+		case errors.Is(err, producer.ErrGroupFenced):
+			err = fmt.Errorf("%w: %w", errFenced, err)
+		}
+		if changed == nil || !rebalancing(err) || !owned() {
+			return err
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return err
+		}
+	}
+}
+
+// txnMember is who commits the offsets: the member's current generation,
+// a channel closed when it changes, and whether the partition is still
+// the member's. A replay commits no offsets (nil member).
+func (w *worker) txnMember() (*producer.GroupMember, <-chan struct{}, func() bool) {
+	switch c := w.commit.(type) {
+	case *memberCommitter:
+		changed := c.member.Changed()
+		gen, id := c.member.Current()
+		return &producer.GroupMember{Group: w.eos.group, Generation: gen, MemberID: id, InstanceID: w.eos.instance}, changed,
+			func() bool { return c.owns(w.topic, w.partition) }
+	case *groupCommitter:
+		return &producer.GroupMember{Group: c.group, Generation: int32(c.generation), MemberID: c.member, InstanceID: w.eos.instance}, nil, nil
+	}
+	return nil, nil, nil
+}
+
+// transactOnce writes the batch's rows and dead letters and commits next
+// in one transaction. Rows the brokers refuse for their size leave the
+// batch as dead_letter.on_error says, its files are written again
+// without them (same names), and the transaction is tried again.
+func (w *worker) transactOnce(ctx context.Context, last int64, member *producer.GroupMember) error {
+	b := &w.batch
+	offsets := []producer.Offset{{Topic: w.topic, Partition: int32(w.partition), Offset: last + 1}}
+	for {
+		batch := &sink.Batch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Schema: w.decoder.Schema(),
+			Rows: b.rows, Sources: b.sources, Prefix: w.prefix, ValidText: true}
+		var letters func(context.Context) error
+		if w.eos.dead != nil && len(b.dead) > 0 {
+			dead := &deadBatch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Prefix: w.prefix, Letters: b.dead}
+			letters = func(ctx context.Context) error { return w.eos.dead.writeDeadLetters(ctx, dead) }
+		}
+		err := w.eos.kafka.WriteTransaction(ctx, batch, letters, member, offsets)
+		refused := sink.AsRowErrors(err)
+		if refused == nil {
+			return err
+		}
+		if err := w.refuse(batch, refused); err != nil {
+			return err
+		}
+		b.wroteBy, b.deadBy = 0, 0
+		if err := w.deliver(ctx, last); err != nil {
+			return err
+		}
+	}
 }

@@ -54,8 +54,9 @@ type Job struct {
 	rack     rack.Result
 	follower bool
 	decoder  *decode.Decoder
-	layout   string      // the files sink's layout, recorded in cut marks
-	resume   resumeStore // nil without a files sink
+	layout   string       // the files sink's layout, recorded in cut marks
+	resume   resumeStore  // nil without a files sink
+	eos      *exactlyOnce // nil unless sinks.kafka.delivery is exactly_once
 }
 
 // Deps are what the caller may supply instead of building from config.
@@ -235,7 +236,6 @@ func (j *Job) Run(ctx context.Context, mode Mode) error {
 }
 
 func (j *Job) runGroup(ctx context.Context, mode Mode) error {
-	k := j.cfg.Kafka
 	var targets map[string]map[int]int64
 	if mode.UntilNow {
 		var err error
@@ -243,18 +243,10 @@ func (j *Job) runGroup(ctx context.Context, mode Mode) error {
 			return err
 		}
 	}
-	member := group.New(group.Config{
-		Group: k.Group, Topics: k.Topics, InstanceID: k.GroupInstanceID,
-		Brokers: k.Brokers, Dialer: j.conn.Dialer, Client: j.conn.Client,
-		Assignor:       rack.NewGroupBalancer(j.cfg.Rack, j.rack.Rack, j.follower),
-		Eager:          k.Rebalance == RebalanceEager,
-		SessionTimeout: k.SessionTimeout, RebalanceTimeout: k.RebalanceTimeout, HeartbeatInterval: k.HeartbeatInterval,
-		Log: j.log,
-	})
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	set := j.newPartitionSet(runCtx, mode, targets, stop)
-	set.commit = &memberCommitter{client: j.conn.Client, group: k.Group, member: member, owns: set.owns, wait: k.RebalanceTimeout}
+	member := j.groupMember(set)
 	err := member.Run(runCtx, set)
 	set.wait()
 	if err := set.failure(); err != nil {
@@ -315,7 +307,7 @@ func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit com
 	var positions map[string]map[int]position
 	if _, ok := commit.(noCommit); !ok {
 		var err error
-		if positions, err = fetchPositions(ctx, j.conn.Client, j.cfg.Kafka.Group, assigned); err != nil {
+		if positions, err = j.fetchPositions(ctx, assigned); err != nil {
 			return nil, err
 		}
 	}
@@ -498,7 +490,7 @@ func (j *Job) newWorker(topic string, partition int, commit committer, target in
 		topic: topic, partition: partition, reader: reader, decoder: j.decoder, commit: commit,
 		sinks: j.sinks, dead: j.dead, onError: j.cfg.DeadLetter.OnError, onOutOfRange: k.OnOffsetOutOfRange,
 		limits: j.cfg.Batch, budget: j.budget, limiter: j.limiter, stats: j.stats, prefix: prefix,
-		target: target, flushWait: j.cfg.Run.ShutdownTimeout, log: log, layout: j.layout, resume: j.resume, fetchMax: int64(k.Fetch.MaxBytes),
+		target: target, flushWait: j.cfg.Run.ShutdownTimeout, log: log, layout: j.layout, resume: j.resume, fetchMax: int64(k.Fetch.MaxBytes), eos: j.eos,
 		metrics: j.metrics, progress: j.metrics.partitions.stats(topic, partition).aim(target),
 		originals: j.cfg.Sinks.Kafka != nil && j.cfg.Sinks.Kafka.Value == "original", columns: len(j.decoder.Schema().Fields),
 	}

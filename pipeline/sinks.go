@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/logstore/logstore/internal/kafka/producer"
@@ -29,6 +30,7 @@ func (j *Job) openSinks(ctx context.Context, deps Deps) error {
 	} else {
 		s, err := sink.New(ctx, j.cfg.Sinks, sink.Deps{KafkaBrokers: j.cfg.Kafka.Brokers, Schema: dec.Schema(), Kafka: sink.KafkaDeps{
 			Dial: j.conn.produceDial(), Rack: j.rack.Rack, RackMatched: j.produceInZone(), Stats: produced, Log: j.log,
+			TransactionalID: j.transactionalID(),
 		}})
 		if err != nil {
 			return prefixed("sinks.", err)
@@ -40,8 +42,9 @@ func (j *Job) openSinks(ctx context.Context, deps Deps) error {
 				s.Close()
 				return prefixed("sinks.", err)
 			}
-			// After the files, before Kafka: the table's commit is the
-			// batch's exactly-once step, the produce the at-least-once one.
+			// After the files, before Kafka, as files are: the Kafka sink's
+			// produce (its transaction, with delivery: exactly_once) is
+			// the batch's last step before next.
 			at := 0
 			if files != nil {
 				at = 1
@@ -53,13 +56,24 @@ func (j *Job) openSinks(ctx context.Context, deps Deps) error {
 		if f, ok := s.(*sink.Files); ok {
 			j.layout, j.resume = f.Layout(), filesResume{f}
 		}
+		if k, ok := s.(*sink.Kafka); ok && k.ExactlyOnce() {
+			j.eos = &exactlyOnce{kafka: k, group: j.cfg.Kafka.Group, instance: j.cfg.Kafka.GroupInstanceID}
+		}
 	}
 	for _, s := range j.sinks {
 		if t, ok := s.(*iceberg.Table); ok && j.resume == nil {
 			j.resume = tableResume{t}
 		}
 	}
-	if t := j.cfg.DeadLetter.Topic; t != "" {
+	if t := j.cfg.DeadLetter.Topic; t != "" && j.eos != nil {
+		// In the output's transactions, so on its producer, which creates
+		// no topics.
+		if _, err := j.eos.kafka.Producer().Partitions(ctx, t); err != nil {
+			return fmt.Errorf("dead_letter.topic: %q: %w (with sinks.kafka.delivery: exactly_once dead letters go in the output's transactions, and the topic must exist)", t, err)
+		}
+		j.eos.dead = &kafkaDeadLetters{p: j.eos.kafka.Producer(), topic: t, stats: j.stats, log: j.log}
+		j.dead = append(j.dead, j.eos.dead)
+	} else if t != "" {
 		k, err := newKafkaDeadLetters(j.conn, t, j.rack.Rack, j.produceInZone(), produced)
 		if err != nil {
 			return err
@@ -72,6 +86,15 @@ func (j *Job) openSinks(ctx context.Context, deps Deps) error {
 		j.dead = append(j.dead, fileDeadLetters{files})
 	}
 	return nil
+}
+
+// transactionalID is the member's transactional id with
+// sinks.kafka.delivery: exactly_once (see exactlyOnce); "" without a group.
+func (j *Job) transactionalID() string {
+	if j.cfg.Kafka.Group == "" {
+		return ""
+	}
+	return transactionalID(j.cfg.Kafka.Group, j.cfg.Kafka.GroupInstanceID)
 }
 
 // produceInZone says whether producers place keyless records in the

@@ -25,8 +25,12 @@ func (w *worker) stageChunk() int64 {
 
 // stagers returns the open batch's sinks (those of its layout) as
 // Stagers, or nil unless every sink is one (then rows must stay until the
-// cut).
+// cut). With exactly_once none stages: the Kafka rows wait for the
+// batch's transaction.
 func (w *worker) stagers() ([]sink.Sink, []sink.Stager, error) {
+	if w.eos != nil {
+		return nil, nil, nil
+	}
 	sinks, _, err := w.withLayout(w.batchLayout())
 	if err != nil || len(sinks) == 0 {
 		return nil, nil, err

@@ -45,14 +45,15 @@ type worker struct {
 	budget       *budget
 	limiter      *rate.Limiter // nil: unlimited
 	stats        *Stats
-	prefix       string      // object-name prefix (replays)
-	target       int64       // stop once the next offset reaches it; -1 streams on
-	originals    bool        // keep each row's source key and value (sinks.kafka.value: original)
-	columns      int         // output columns, for the memory estimate
-	layout       string      // the files sink's layout (sink.Files.Layout), "" without one
-	topicID      string      // Kafka's id of the topic (KIP-516), "" when the brokers keep none
-	resume       resumeStore // nil: the output keeps no resume records
-	stride       int64       // a backfill's cut points (plannedCut); 0 otherwise
+	prefix       string       // object-name prefix (replays)
+	target       int64        // stop once the next offset reaches it; -1 streams on
+	originals    bool         // keep each row's source key and value (sinks.kafka.value: original)
+	columns      int          // output columns, for the memory estimate
+	layout       string       // the files sink's layout (sink.Files.Layout), "" without one
+	topicID      string       // Kafka's id of the topic (KIP-516), "" when the brokers keep none
+	resume       resumeStore  // nil: the output keeps no resume records
+	eos          *exactlyOnce // nil: the Kafka output is at least once
+	stride       int64        // a backfill's cut points (plannedCut); 0 otherwise
 	flushWait    time.Duration
 	log          *slog.Logger
 	metrics      *Metrics        // nil in tests: nothing recorded
@@ -98,6 +99,7 @@ type openBatch struct {
 	wroteBy     int   // how many sinks already wrote the batch being delivered
 	deadBy      int   // how many dead-letter writers already wrote its dead letters
 	delivered   bool  // every sink holds the batch cut at last; only the commit of next is left
+	transacted  bool  // exactly_once: its transaction (rows, dead letters, next) committed
 	last        int64 // where it was cut, once delivered
 	full        bool  // a sink said the batch reached its target size
 }
@@ -203,6 +205,12 @@ func (w *worker) loop(ctx context.Context) error {
 					return w.stop()
 				}
 				paced = i + n
+				// A paced fetch takes long: max_age holds inside it too.
+				if w.limiter != nil && w.cut < 0 && w.next > w.batch.first && time.Since(w.batch.opened) >= w.limits.MaxAge {
+					if err := w.flush(ctx, w.next-1); err != nil {
+						return err
+					}
+				}
 			}
 			if w.target >= 0 && m.Offset >= w.target {
 				ended = true // a replay's end, or the end seen at start: not one record more
@@ -447,13 +455,17 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 			}
 			return err
 		}
-		if err := w.saveResume(ctx, last, false); err != nil {
-			return err
+		// With exactly_once the output holds the batch once its
+		// transaction commits: commitNext records it then.
+		if w.eos == nil {
+			if err := w.saveResume(ctx, last, false); err != nil {
+				return err
+			}
 		}
 		b.delivered, b.last = true, last
 		sink.Failpoint(sink.FailDelivered)
 	}
-	if err := w.commitRetrying(ctx, last+1, ""); err != nil {
+	if err := w.commitNext(ctx, last); err != nil {
 		return err
 	}
 	w.progress.committed()
@@ -512,6 +524,10 @@ func (w *worker) deliver(ctx context.Context, last int64) error {
 	// gone once its files are stored).
 	for i := b.wroteBy; i < len(sinks) && (len(batch.Rows) > 0 || b.staged > 0); i++ {
 		s := sinks[i]
+		if w.inTxn(s) {
+			b.wroteBy = i + 1
+			continue // its rows go in the transaction with next (commitNext)
+		}
 		kind, start := sinkKind(s), time.Now()
 		err := w.retrySink(ctx, "writing a batch", kind, func() error { return s.Write(ctx, batch) })
 		if refused := sink.AsRowErrors(err); refused != nil {
@@ -532,6 +548,9 @@ func (w *worker) deliver(ctx context.Context, last int64) error {
 	}
 	for ; b.deadBy < len(dead) && len(b.dead) > 0; b.deadBy++ {
 		d := dead[b.deadBy]
+		if w.deadInTxn(d) {
+			continue
+		}
 		if err := w.retrySink(ctx, "writing dead letters", opDeadLetter, func() error {
 			return d.writeDeadLetters(ctx, &deadBatch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Prefix: w.prefix, Letters: b.dead})
 		}); err != nil {

@@ -290,3 +290,26 @@ func TestWorkerPacesRecordsNotFetches(t *testing.T) {
 		t.Errorf("last commit %+v, want %d: the stop flushes what was taken", last, taken)
 	}
 }
+
+// TestWorkerPacedBatchHonoursMaxAge: with max_records_per_second, a batch
+// is cut at max_age while the records of one fetch are paced, not when the
+// whole fetch has been taken. Before, a 1 MiB fetch at 100 records/s held
+// its batch open for its 25 s; a member restarted more often than that
+// re-read the same batch for ever (TestChaos: a partition still for 83 s).
+func TestWorkerPacedBatchHonoursMaxAge(t *testing.T) {
+	log := &fakeLog{values: logValues(1000, nil, nil), perFetch: 1000}
+	w, c, s, _ := testWorker(t, log, 0, "dead_letter")
+	w.target = -1
+	w.limits.MaxAge = 100 * time.Millisecond
+	w.limiter = rate.NewLimiter(100, 10) // the whole fetch: 10 s
+	ctx, cancel := context.WithTimeout(context.Background(), 550*time.Millisecond)
+	defer cancel()
+	if err := w.run(ctx, position{Offset: 0, Cut: -1}); err != nil {
+		t.Fatal(err)
+	}
+	// 550 ms of a 10 s fetch: about five batches cut at 100 ms, and the
+	// stop's own.
+	if len(s.batches) < 4 || len(c.calls) < 4 {
+		t.Errorf("batches %v, commits %v: a paced fetch must cut its batch every max_age (100 ms)", s.batches, c.calls)
+	}
+}

@@ -202,18 +202,26 @@ sampler() {
 
 # wait_assigned TOTAL TIMEOUT MEMBER...: until the members' last samples
 # add up to TOTAL assigned partitions, all in one generation; prints the
-# time it was first seen.
+# time it was first seen. Under kafka.group_protocol=consumer (KIP-848)
+# every member has an epoch of its own: there the members must hold a
+# balanced share each (the broker's assignor spreads evenly) instead.
 wait_assigned() {
-	local total=$1 timeout=$2 deadline
+	local total=$1 timeout=$2 deadline epochs=0
 	shift 2
+	[[ " ${SETS[*]} " == *" kafka.group_protocol=consumer "* ]] && epochs=1
 	deadline=$((SECONDS + timeout))
 	while ((SECONDS < deadline)); do
-		if tail -n 200 "$DIR/samples.txt" | awk -v total="$total" -v want="$*" '
+		if tail -n 200 "$DIR/samples.txt" | awk -v total="$total" -v want="$*" -v epochs="$epochs" '
 			BEGIN { n = split(want, m, " "); for (i = 1; i <= n; i++) need[m[i]] = 1 }
 			$2 in need && $3 != "down" { gen[$2] = $4; asg[$2] = $6; t = $1 }
 			END {
 				g = ""; sum = 0
-				for (k in need) { if (!(k in gen)) exit 1; if (g != "" && gen[k] != g) exit 1; g = gen[k]; sum += asg[k] }
+				for (k in need) {
+					if (!(k in gen)) exit 1
+					if (!epochs && g != "" && gen[k] != g) exit 1
+					if (epochs && asg[k] < int(total / n)) exit 1
+					g = gen[k]; sum += asg[k]
+				}
 				if (sum != total) exit 1
 				print t
 			}'; then

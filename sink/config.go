@@ -141,6 +141,14 @@ type KafkaOutputConfig struct {
 	// MetadataMaxAge is how often the producer asks for leaders without
 	// an error to make it: how soon a leader back in this zone is used.
 	MetadataMaxAge time.Duration `yaml:"metadata_max_age"`
+	// Delivery is at_least_once (no transactions) or exactly_once (each
+	// batch's rows, dead letters and next offset in one transaction).
+	Delivery string `yaml:"delivery"`
+	// TransactionTimeout is how long the brokers let an exactly_once
+	// transaction stay open before aborting it: the longest a
+	// read_committed consumer of the output, and the member taking over
+	// the partitions, wait when a member dies mid-transaction.
+	TransactionTimeout time.Duration `yaml:"transaction_timeout"`
 }
 
 // The allowed values of enumerated keys, in the order the docs give them.
@@ -154,6 +162,13 @@ var (
 	KafkaValues              = []string{"json", "original"}
 	KafkaCompressions        = []string{"none", "gzip", "snappy", "lz4", "zstd"}
 	KafkaPartitioners        = []string{PartitionerRackAware, PartitionerSticky}
+	KafkaDeliveries          = []string{DeliveryAtLeastOnce, DeliveryExactlyOnce}
+)
+
+// The Kafka sink's guarantees (sinks.kafka.delivery).
+const (
+	DeliveryAtLeastOnce = "at_least_once"
+	DeliveryExactlyOnce = "exactly_once"
 )
 
 // The Kafka sink's partitioners (sinks.kafka.partitioner).
@@ -245,6 +260,8 @@ func (k *KafkaOutputConfig) setDefaults() {
 	confkey.Default(&k.MaxAttempts, 10)
 	confkey.Default(&k.WriteTimeout, 10*time.Second)
 	confkey.Default(&k.MetadataMaxAge, 2*time.Second)
+	confkey.Default(&k.Delivery, DeliveryAtLeastOnce)
+	confkey.Default(&k.TransactionTimeout, time.Minute)
 }
 
 // envEndpoint is the S3 endpoint the SDK takes from the environment.
@@ -411,6 +428,18 @@ func (k *KafkaOutputConfig) validate() error {
 	}
 	if k.MetadataMaxAge < 100*time.Millisecond {
 		return confkey.Errorf("kafka.metadata_max_age", "%s is below the minimum of 100ms", k.MetadataMaxAge)
+	}
+	if !slices.Contains(KafkaDeliveries, k.Delivery) {
+		return confkey.Errorf("kafka.delivery", "%q is not one of %s", k.Delivery, strings.Join(KafkaDeliveries, ", "))
+	}
+	if k.Delivery == DeliveryExactlyOnce && len(k.Brokers) > 0 {
+		return confkey.Errorf("kafka.brokers", "exactly_once commits the group's offsets in the output's transactions, so the output must be the input cluster: "+
+			"leave sinks.kafka.brokers empty, or set sinks.kafka.delivery: at_least_once")
+	}
+	// The brokers' transaction.max.timeout.ms is 15 minutes by default; a
+	// transaction must outlast one produce with its retries.
+	if k.TransactionTimeout < time.Second || k.TransactionTimeout > 15*time.Minute {
+		return confkey.Errorf("kafka.transaction_timeout", "%s is outside 1s to 15m (the brokers' transaction.max.timeout.ms by default)", k.TransactionTimeout)
 	}
 	return nil
 }

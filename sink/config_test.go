@@ -63,6 +63,11 @@ func TestConfigValidateNamesTheKey(t *testing.T) {
 		{"kafka.compression", func(c *Config) { c.Kafka.Compression = "brotli" }},
 		{"kafka.partitioner", func(c *Config) { c.Kafka.Partitioner = "round-robin" }},
 		{"kafka.metadata_max_age", func(c *Config) { c.Kafka.MetadataMaxAge = time.Millisecond }},
+		{"kafka.delivery", func(c *Config) { c.Kafka.Delivery = "exactly-once" }},
+		// Transactions cannot span clusters: the group's offsets are on the input's.
+		{"kafka.brokers", func(c *Config) { c.Kafka.Delivery = DeliveryExactlyOnce; c.Kafka.Brokers = []string{"other:9092"} }},
+		{"kafka.transaction_timeout", func(c *Config) { c.Kafka.TransactionTimeout = 16 * time.Minute }},
+		{"kafka.transaction_timeout", func(c *Config) { c.Kafka.TransactionTimeout = time.Millisecond }},
 	} {
 		c := Config{Files: &FilesConfig{URL: "file:///tmp/x"}, Kafka: &KafkaOutputConfig{Topic: "t"}}
 		c.SetDefaults()

@@ -33,6 +33,9 @@ const (
 	FailMarked    = "marked"       // first is committed with the cut mark "cut:<last>"
 	FailFileSaved = "file-written" // one file of a batch is stored; more may follow
 	FailDelivered = "delivered"    // every sink has the batch; next not yet committed
+	// exactly_once: the batch's rows are produced in its open
+	// transaction; its dead letters and next are not yet in it.
+	FailInTxn = "in-transaction"
 
 	// The table sink's, between FailFileSaved and FailDelivered.
 	FailTableFiles     = "table-files-written" // a batch's data files are stored, not yet committed to the table

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -25,16 +26,20 @@ const (
 )
 
 // Kafka produces every row of a batch to a topic and returns once the
-// brokers acknowledged all of them with acks=all. Delivery is at least once:
-// a batch written again (after a crash or a rebalance) is produced again,
-// and the logstore.source.* headers let consumers drop the repeats. Within
-// one run a produce is never written twice by a retry (the producer is
-// idempotent), and keyless rows go to partitions led in the member's zone
-// (partitioner rack-aware).
+// brokers acknowledged all of them with acks=all. With delivery
+// at_least_once, a batch written again (after a crash or a rebalance) is
+// produced again, and the logstore.source.* headers let consumers drop the
+// repeats. With exactly_once, Write does nothing: the job calls
+// WriteTransaction, which produces the batch's rows with the commit of its
+// next offset in one transaction, so a read_committed consumer sees each
+// row once. Either way a produce is never written twice by a retry (the
+// producer is idempotent), and keyless rows go to partitions led in the
+// member's zone (partitioner rack-aware).
 type Kafka struct {
 	p       *producer.Producer
 	cfg     *KafkaOutputConfig
 	brokers []string
+	txn     sync.Mutex // one transaction at a time: the producer has one open
 }
 
 // KafkaDeps is what the Kafka sink takes from the job.
@@ -48,7 +53,10 @@ type KafkaDeps struct {
 	RackMatched bool
 	// Stats counts produced bytes by locality; nil counts nothing.
 	Stats *producer.Stats
-	Log   *slog.Logger
+	// TransactionalID is the producer's with delivery exactly_once: one
+	// per member, the same across its restarts when it can be.
+	TransactionalID string
+	Log             *slog.Logger
 }
 
 // newKafka makes the producer. brokers are the output cluster's bootstrap
@@ -69,6 +77,12 @@ func newKafka(cfg *KafkaOutputConfig, brokers []string, deps KafkaDeps) (*Kafka,
 	if part == producer.RackAware && !deps.RackMatched {
 		log.Warn("sinks.kafka.partitioner is rack-aware but the member's zone matches no broker rack: keyless rows go to every partition", "rack", deps.Rack)
 	}
+	txnID := ""
+	if cfg.Delivery == DeliveryExactlyOnce {
+		if txnID = deps.TransactionalID; txnID == "" {
+			return nil, confkey.Errorf("kafka.delivery", "exactly_once needs a consumer group to commit offsets in (a replay has none); use at_least_once")
+		}
+	}
 	p, err := producer.New(producer.Config{
 		Brokers:        brokers,
 		Dial:           deps.Dial,
@@ -84,11 +98,14 @@ func newKafka(cfg *KafkaOutputConfig, brokers []string, deps KafkaDeps) (*Kafka,
 		MetadataMaxAge: cfg.MetadataMaxAge,
 		Stats:          deps.Stats,
 		Log:            log,
+
+		TransactionalID:    txnID,
+		TransactionTimeout: cfg.TransactionTimeout,
 	})
 	if err != nil {
 		return nil, err
 	}
-	log.Info("kafka sink", "topic", cfg.Topic, "partitioner", part.String(), "rack", deps.Rack)
+	log.Info("kafka sink", "topic", cfg.Topic, "partitioner", part.String(), "rack", deps.Rack, "delivery", cfg.Delivery, "transactional_id", txnID)
 	return &Kafka{p: p, cfg: cfg, brokers: brokers}, nil
 }
 
@@ -122,11 +139,16 @@ func kafkaCodec(name string) (compress.Compression, error) {
 // Write produces the batch's rows and waits for all acknowledgements. A
 // record the brokers refuse for its size (over the topic's
 // max.message.bytes though under batch_bytes) is its row's fault: it comes
-// back as a RowError, for the dead letters.
+// back as a RowError, for the dead letters. With exactly_once it does
+// nothing: the rows go in WriteTransaction.
 func (k *Kafka) Write(ctx context.Context, b *Batch) error {
-	if len(b.Rows) == 0 {
+	if len(b.Rows) == 0 || k.ExactlyOnce() {
 		return nil
 	}
+	return k.produce(ctx, b)
+}
+
+func (k *Kafka) produce(ctx context.Context, b *Batch) error {
 	recs, err := kafkaRecords(k.cfg, b)
 	if err != nil {
 		return err
@@ -163,8 +185,69 @@ func tooLargeRows(b *Batch, perr *producer.Error) RowErrors {
 // Stage produces rows of the open batch at once, so the batch need not
 // keep them: at least once allows producing before the cut, and a batch read
 // again is produced again (the logstore.source.* headers tell the repeats).
+// With exactly_once the job does not stage (the rows wait for the
+// transaction); a call fails rather than produce outside one.
 func (k *Kafka) Stage(ctx context.Context, b *Batch) (full bool, err error) {
+	if k.ExactlyOnce() {
+		return false, errors.New("kafka: exactly_once does not stage rows; they go in the batch's transaction")
+	}
 	return false, k.Write(ctx, b)
+}
+
+// ExactlyOnce says whether the sink writes in transactions
+// (sinks.kafka.delivery: exactly_once).
+func (k *Kafka) ExactlyOnce() bool { return k.cfg.Delivery == DeliveryExactlyOnce }
+
+// Producer is the sink's producer, for what must go in its transactions
+// (the dead letters) or read what they commit (the group's offsets).
+func (k *Kafka) Producer() *producer.Producer { return k.p }
+
+// WriteTransaction writes the batch's rows, what also produces (the dead
+// letters, through Producer), and offsets for the member, in one
+// transaction: all of it becomes visible to read_committed consumers and
+// the group together, or none of it. On any failure the transaction is
+// aborted and the error returned: rows the brokers refuse for their size
+// as RowErrors, a member whose generation is over as
+// producer.ErrGroupFenced, a producer whose transactional id another took
+// as producer.ErrProducerFenced. member nil commits no offsets.
+func (k *Kafka) WriteTransaction(ctx context.Context, b *Batch, also func(context.Context) error, member *producer.GroupMember, offsets []producer.Offset) error {
+	k.txn.Lock()
+	defer k.txn.Unlock()
+	if err := k.p.BeginTxn(ctx); err != nil {
+		return fmt.Errorf("kafka: beginning the transaction of %s: %w", b.Name(), err)
+	}
+	err := k.inTransaction(ctx, b, also, member, offsets)
+	if err == nil {
+		if err = k.p.CommitTxn(ctx); err == nil {
+			return nil
+		}
+		err = fmt.Errorf("kafka: committing the transaction of %s: %w", b.Name(), err)
+	}
+	// ctx may be what ended: the abort gets its own time.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.cfg.WriteTimeout)
+	defer cancel()
+	if aerr := k.p.AbortTxn(actx); aerr != nil {
+		return errors.Join(err, fmt.Errorf("kafka: aborting it: %w", aerr))
+	}
+	return err
+}
+
+func (k *Kafka) inTransaction(ctx context.Context, b *Batch, also func(context.Context) error, member *producer.GroupMember, offsets []producer.Offset) error {
+	if len(b.Rows) > 0 {
+		if err := k.produce(ctx, b); err != nil {
+			return err
+		}
+	}
+	Failpoint(FailInTxn)
+	if also != nil {
+		if err := also(ctx); err != nil {
+			return err
+		}
+	}
+	if member != nil && len(offsets) > 0 {
+		return k.p.SendOffsets(ctx, *member, offsets)
+	}
+	return nil
 }
 
 // Discard has nothing to drop: staged rows are already produced.
@@ -272,6 +355,14 @@ func (k *Kafka) Preflight(ctx context.Context) error {
 			return fmt.Errorf("kafka sink: output topic %q does not exist on %v; create it or fix sinks.kafka.topic", k.cfg.Topic, k.brokers)
 		}
 		return fmt.Errorf("kafka sink: reading metadata of topic %q from %v: %w", k.cfg.Topic, k.brokers, err)
+	}
+	if k.ExactlyOnce() {
+		// Before the job reads where its partitions stand: a restarted
+		// static member fences its predecessor and aborts its open
+		// transaction here, instead of waiting for its timeout.
+		if err := k.p.InitTxn(ctx); err != nil {
+			return fmt.Errorf("kafka sink: initialising transactions (sinks.kafka.delivery: exactly_once): %w", err)
+		}
 	}
 	return nil
 }

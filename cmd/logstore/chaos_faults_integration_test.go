@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logstore/logstore/internal/loggen"
+	"github.com/logstore/logstore/internal/testkit"
 )
 
 // spoolDiskBytes is the size of the filesystem the chaos members spool on:
@@ -30,9 +32,10 @@ import (
 // little), small enough to fill in a moment.
 const spoolDiskBytes = 16 << 20
 
-// stallSlack is how much longer than the longest fault a partition may
-// stand still: a killed member's session timeout (10 s) and the rebalance
-// after it, and a retry's backoff that began during the fault.
+// stallSlack is how long a partition may stand still outside the faults:
+// a killed member's session timeout (10 s) and the rebalance after it, a
+// retry's backoff that began during a fault, and the pauses between faults
+// that come one after another.
 const stallSlack = 45 * time.Second
 
 // keepFull keeps the disk of filler full for d: what the members free
@@ -205,16 +208,69 @@ func produceAtMillis(t *testing.T, topic string, partition int, ms int64, values
 // stall is the longest a partition stood still with records left to read.
 type stall struct {
 	partition int
-	d         time.Duration
-	at        time.Time // when it began
+	d         time.Duration // how long it stood still
+	outside   time.Duration // of d, the time no fault was under way
+	at        time.Time     // when it began
+}
+
+// s3BehindProxy is a bucket the members reach through a fault proxy (the
+// test's AWS_ENDPOINT_URL_S3 from here on) and the server's own endpoint,
+// for pyarrow and for members that must not meet the faults.
+func s3BehindProxy(t *testing.T) (bucket, direct string, proxy *testkit.FaultProxy) {
+	t.Helper()
+	bucket = s3Env(t)
+	direct = os.Getenv("AWS_ENDPOINT_URL_S3")
+	proxy = testkit.StartFaultProxy(t, direct)
+	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.URL)
+	return bucket, direct, proxy
+}
+
+// window is when a fault was under way.
+type window struct{ from, to time.Time }
+
+// faultWindows records the faults of a run as they happen.
+type faultWindows struct {
+	mu   sync.Mutex
+	list []window
+}
+
+// add records a fault that began at from and ended now.
+func (f *faultWindows) add(from time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.list = append(f.list, window{from, time.Now()})
+}
+
+// outside is how much of [from, to) no fault covered.
+func (f *faultWindows) outside(from, to time.Time) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ws := slices.Clone(f.list)
+	slices.SortFunc(ws, func(a, b window) int { return a.from.Compare(b.from) })
+	free, at := time.Duration(0), from // at: covered or counted up to here
+	for _, w := range ws {
+		if !w.to.After(at) {
+			continue
+		}
+		if w.from.After(at) {
+			free += min(w.from.Sub(at), to.Sub(at))
+		}
+		if !w.to.Before(to) {
+			return free
+		}
+		at = w.to
+	}
+	return free + max(to.Sub(at), 0)
 }
 
 // watchStalls polls the group's committed offsets until stop is called and
-// returns the longest time a partition's offset stayed where it was below
-// its end. A partition with no committed offset (deleted by the test) is
-// left as it stood: its resume record carries it on, and a new commit ends
-// the wait.
-func watchStalls(t *testing.T, group, topic string, ends []int64) (stop func() stall) {
+// returns the stall that lasted longest outside the faults: the time a
+// partition's offset stayed where it was below its end, less the time
+// faults were under way then. Faults that come one after another add up;
+// only the time between and after them is the job's own. A partition with
+// no committed offset (deleted by the test) is not judged until it has one
+// again.
+func watchStalls(t *testing.T, group, topic string, ends []int64, faults *faultWindows) (stop func() stall) {
 	client := &kafka.Client{Addr: kafka.TCP(strings.Split(bootstrap, ",")...), Timeout: 10 * time.Second}
 	parts := make([]int, len(ends))
 	for p := range parts {
@@ -229,6 +285,12 @@ func watchStalls(t *testing.T, group, topic string, ends []int64) (stop func() s
 		mu    sync.Mutex
 		worst stall
 	)
+	judge := func(p int, now time.Time) {
+		st := stall{partition: p, d: now.Sub(since[p]), outside: faults.outside(since[p], now), at: since[p]}
+		if st.outside > worst.outside {
+			worst = st
+		}
+	}
 	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
@@ -250,8 +312,8 @@ func watchStalls(t *testing.T, group, topic string, ends []int64) (stop func() s
 				case o < 0:
 				case o != last[p]:
 					last[p], since[p] = o, now
-				case o < ends[p] && now.Sub(since[p]) > worst.d:
-					worst = stall{partition: p, d: now.Sub(since[p]), at: since[p]}
+				case o < ends[p]:
+					judge(p, now)
 				}
 			}
 			mu.Unlock()

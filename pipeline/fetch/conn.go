@@ -2,6 +2,9 @@ package fetch
 
 import (
 	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
 
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol"
@@ -43,6 +46,79 @@ func (c *Conn) RequestRaw(ctx context.Context, version int16, req protocol.Messa
 		return nil, err
 	}
 	return c.bc.exchangeAt(ctx, version, req, func(n int) []byte { return make([]byte, n) })
+}
+
+// Exchange sends a request kafka-go's protocol package does not know
+// (ConsumerGroupHeartbeat, OffsetCommit v9): body is the request's fields
+// at version, encoded by the caller. A flexible request gets header v2
+// (client id, then an empty tagged-field section); its answer's header
+// tagged fields are skipped, so the body returned starts at the answer's
+// first field.
+func (c *Conn) Exchange(ctx context.Context, key, version int16, flexible bool, body []byte) ([]byte, error) {
+	c.bc.mu.Lock()
+	defer c.bc.mu.Unlock()
+	if err := c.bc.reauthenticateIfDue(ctx); err != nil {
+		return nil, err
+	}
+	var answer []byte
+	err := c.bc.within(ctx, func() error {
+		c.bc.nextID++
+		id := c.bc.nextID
+		head := binary.BigEndian.AppendUint16(nil, uint16(key))
+		head = binary.BigEndian.AppendUint16(head, uint16(version))
+		head = binary.BigEndian.AppendUint32(head, uint32(id))
+		head = binary.BigEndian.AppendUint16(head, uint16(len(c.bc.clientID)))
+		head = append(head, c.bc.clientID...)
+		if flexible {
+			head = append(head, 0) // no tagged fields
+		}
+		msg := binary.BigEndian.AppendUint32(nil, uint32(len(head)+len(body)))
+		msg = append(append(msg, head...), body...)
+		if _, err := c.bc.pc.Write(msg); err != nil {
+			return err
+		}
+		var in [8]byte
+		if _, err := io.ReadFull(c.bc.pc, in[:]); err != nil {
+			return err
+		}
+		size := int32(binary.BigEndian.Uint32(in[:4]))
+		if got := int32(binary.BigEndian.Uint32(in[4:])); size < 4 || got != id {
+			return fmt.Errorf("api key %d v%d: an answer of %d bytes with correlation id %d, want %d", key, version, size, got, id)
+		}
+		answer = make([]byte, size-4)
+		_, err := io.ReadFull(c.bc.pc, answer)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if flexible {
+		return skipTaggedFields(answer)
+	}
+	return answer, nil
+}
+
+// skipTaggedFields drops a flexible header's tagged-field section: a
+// count, then per field a tag, a size and the data, all unsigned varints
+// but the data.
+func skipTaggedFields(b []byte) ([]byte, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 {
+		return nil, fmt.Errorf("an answer header with no tagged-field section")
+	}
+	b = b[k:]
+	for range n {
+		_, k := binary.Uvarint(b)
+		if k <= 0 {
+			return nil, fmt.Errorf("an answer header with a broken tagged field")
+		}
+		size, k2 := binary.Uvarint(b[k:])
+		if k2 <= 0 || uint64(len(b)-k-k2) < size {
+			return nil, fmt.Errorf("an answer header with a broken tagged field")
+		}
+		b = b[k+k2+int(size):]
+	}
+	return b, nil
 }
 
 // Version is the version Request sends key at; -1 when the broker does not

@@ -87,7 +87,7 @@ func TestSubscriptionIsJavasLayout(t *testing.T) {
 	}
 	a := Assignment{"logs": {3, 1}}
 	var ka kmsg.ConsumerMemberAssignment
-	if err := ka.ReadFrom(encodeAssignment(a)); err != nil || len(ka.Topics) != 1 || !slices.Equal(ka.Topics[0].Partitions, []int32{1, 3}) {
+	if err := ka.ReadFrom(encodeAssignment(a, false)); err != nil || len(ka.Topics) != 1 || !slices.Equal(ka.Topics[0].Partitions, []int32{1, 3}) {
 		t.Errorf("kmsg reads the assignment as %+v, %v", ka, err)
 	}
 }
@@ -103,5 +103,28 @@ func TestDecodeRefusesForgedCounts(t *testing.T) {
 		if _, err := decodeSubscription(b); err == nil {
 			t.Errorf("% x decoded without error", b)
 		}
+	}
+}
+
+// TestAssignmentCarriesTheFollowUp: an assignment from a round that
+// withheld partitions says so in its user data, which the Java client's
+// reader (kmsg) takes as opaque; one from any other round carries none.
+func TestAssignmentCarriesTheFollowUp(t *testing.T) {
+	for _, rejoin := range []bool{true, false} {
+		b := encodeAssignment(Assignment{"logs": {2, 0}}, rejoin)
+		var ka kmsg.ConsumerMemberAssignment
+		if err := ka.ReadFrom(b); err != nil || !slices.Equal(ka.Topics[0].Partitions, []int32{0, 2}) || (ka.UserData != nil) != rejoin {
+			t.Errorf("rejoin %v: kmsg reads %+v, %v", rejoin, ka, err)
+		}
+		a, got, err := decodeAssignment(b)
+		if err != nil || got != rejoin || !reflect.DeepEqual(a, Assignment{"logs": {0, 2}}) {
+			t.Errorf("rejoin %v: decoded %v, %v, %v", rejoin, a, got, err)
+		}
+	}
+	// kafka-go's ConsumerGroup and an older member of ours write no user
+	// data field at all.
+	old := encodeAssignment(Assignment{"logs": {1}}, false)
+	if a, rejoin, err := decodeAssignment(old[:len(old)-4]); err != nil || rejoin || !a.Has("logs", 1) {
+		t.Errorf("an assignment without user data: %v, %v, %v", a, rejoin, err)
 	}
 }

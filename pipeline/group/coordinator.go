@@ -117,6 +117,19 @@ func (c *coordinator) raw(ctx context.Context, version int16, req protocol.Messa
 	return body, err
 }
 
+// exchange sends a request the caller encoded (fetch.Conn.Exchange).
+func (c *coordinator) exchange(ctx context.Context, key, version int16, flexible bool, body []byte) ([]byte, error) {
+	conn, err := c.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	answer, err := conn.Exchange(ctx, key, version, flexible, body)
+	if err != nil {
+		c.drop(conn)
+	}
+	return answer, err
+}
+
 // answered looks at an answer's error code: a coordinator that moved or is
 // loading drops the connection, so the next request finds the new one.
 func (c *coordinator) answered(code int16) error {

@@ -1,10 +1,14 @@
-// Package group is logstore's consumer group member on the classic group
-// protocol, spoken through kafka-go's protocol package over the fetch
-// client's connection layer (fetch.Conn: the same TLS, SASL and session
-// renewal): FindCoordinator, JoinGroup v7, SyncGroup v5, Heartbeat v3 and
-// LeaveGroup v3 (kafka-go lays the last two answers out in the wrong order,
-// so they are read here). Offsets are not its business: the job commits
-// them with the member's current generation and member id (Current).
+// Package group is logstore's consumer group member: Member on the classic
+// group protocol, ConsumerMember on the next-generation one (KIP-848,
+// consumer.go), both over the fetch client's connection layer (fetch.Conn:
+// the same TLS, SASL and session renewal). Member speaks FindCoordinator,
+// JoinGroup v7, SyncGroup v5, Heartbeat v3 and LeaveGroup v3 through
+// kafka-go's protocol package (kafka-go lays the last two answers out in
+// the wrong order, so they are read here); offsets are not its business:
+// the job commits them with the member's current generation and member id
+// (Current). ConsumerMember encodes ConsumerGroupHeartbeat v1 itself, and
+// commits for the job (OffsetCommit v9, which kafka-go does not speak)
+// with its member epoch.
 //
 // Why not kafka-go's ConsumerGroup: it is eager, so at every generation
 // every member stopped every partition, wrote every open batch (a small
@@ -43,4 +47,13 @@
 // partitions count as lost. FENCED_INSTANCE_ID, INCONSISTENT_GROUP_PROTOCOL,
 // GROUP_MAX_SIZE_REACHED and a refused session timeout end Run: joining
 // again cannot fix them.
+//
+// A cooperative round that withholds partitions marks every member's
+// assignment (followUp), and every member rejoins at once, not only those
+// that let go of something: the others would hear of the follow-up round
+// only at their next heartbeat.
+//
+// A static member with LeaveOnShutdown leaves at its stop (LeaveGroup by
+// member and instance id), for a scale-in; without it, it keeps its place
+// for the session timeout, for a restart.
 package group

@@ -25,8 +25,12 @@ type Config struct {
 	Topics []string
 	// InstanceID makes the member static (KIP-345); "" is a dynamic member.
 	InstanceID string
-	Brokers    []string
-	Dialer     *kafka.Dialer // TLS, SASL, client id
+	// LeaveOnShutdown makes a static member leave at its stop (LeaveGroup
+	// by instance id, as KIP-1092's close does for Streams), so a scale-in
+	// moves its partitions at once instead of after the session timeout.
+	LeaveOnShutdown bool
+	Brokers         []string
+	Dialer          *kafka.Dialer // TLS, SASL, client id
 	// Client answers Metadata: the partitions the leader plans and the
 	// partition counts every member watches.
 	Client *kafka.Client
@@ -59,6 +63,8 @@ type Generation struct {
 	// its last generation; under eager, a partition let go of and given
 	// back does not count.
 	Moved int
+	// followUp: the leader withheld partitions for a follow-up round.
+	followUp bool
 }
 
 // Handler is what the member's owner does as partitions come and go.
@@ -95,12 +101,11 @@ type Member struct {
 	coord coordinator
 	log   *slog.Logger
 
-	mu       sync.Mutex
-	memberID string
-	gen      int32         // -1 outside a generation
-	changed  chan struct{} // closed when gen or memberID change
-	eager    bool          // the current generation's protocol is eager
-	leader   bool
+	current
+
+	mu     sync.Mutex
+	eager  bool // the current generation's protocol is eager
+	leader bool
 }
 
 // New returns a member; Run joins.
@@ -116,36 +121,9 @@ func New(cfg Config) *Member {
 		cfg:     cfg,
 		coord:   coordinator{dialer: cfg.Dialer, seeds: cfg.Brokers, group: cfg.Group},
 		log:     log.With("group", cfg.Group),
-		gen:     -1,
-		changed: make(chan struct{}),
+		current: newCurrent(""),
 		eager:   true, // until a cooperative generation: owning nothing, nothing to let go of
 	}
-}
-
-// Current is the generation and member id to commit offsets with.
-func (m *Member) Current() (generation int32, memberID string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.gen, m.memberID
-}
-
-// Changed is closed once the generation or member id differs from what
-// Current answered before it was called.
-func (m *Member) Changed() <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.changed
-}
-
-func (m *Member) set(gen int32, memberID string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if gen == m.gen && memberID == m.memberID {
-		return
-	}
-	m.gen, m.memberID = gen, memberID
-	close(m.changed)
-	m.changed = make(chan struct{})
 }
 
 // Run joins the group and follows its rebalances until ctx ends, handing
@@ -204,16 +182,17 @@ func (m *Member) Run(ctx context.Context, h Handler) error {
 		g.Moved = prev.Minus(g.Assigned).Count() + g.Assigned.Minus(prev).Count()
 		m.log.Info("generation", "generation", g.ID, "member", g.MemberID, "leader", g.Leader, "protocol", g.Protocol,
 			"partitions", g.Assigned.Count(), "added", g.Added.Count(), "revoked", g.Revoked.Count(), "moved", g.Moved,
-			"assigned", map[string][]int(g.Assigned))
+			"follow_up", g.followUp, "assigned", map[string][]int(g.Assigned))
 		beats := m.heartbeat(g)
 		h.Assign(g)
 		if g.Revoked.Count() > 0 {
 			h.Revoke(g.Revoked)
 		}
 		owned = g.Assigned
-		if g.Cooperative && g.Revoked.Count() > 0 {
+		if g.Cooperative && (g.Revoked.Count() > 0 || g.followUp) {
 			// KIP-429's follow-up: rejoin at once so the partitions let go
-			// of reach their new owners.
+			// of reach their new owners; the members that let go of
+			// nothing too, when the leader says a follow-up is due.
 			beats.stop()
 			continue
 		}
@@ -273,26 +252,33 @@ func (m *Member) stop(h Handler, owned Assignment, beats *beater) error {
 		beats.stop()
 	}
 	_, id := m.Current()
-	if m.cfg.InstanceID != "" || id == "" {
-		if m.cfg.InstanceID != "" {
-			m.log.Info("static member stopping without leaving the group: a restart within the session timeout takes its partitions back with no rebalance",
-				"instance", m.cfg.InstanceID, "session_timeout", m.cfg.SessionTimeout)
-		}
+	if id == "" {
+		return nil
+	}
+	if m.cfg.InstanceID != "" && !m.cfg.LeaveOnShutdown {
+		m.log.Info("static member stopping without leaving the group: a restart within the session timeout takes its partitions back with no rebalance",
+			"instance", m.cfg.InstanceID, "session_timeout", m.cfg.SessionTimeout)
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	// LeaveGroup v3 names members in a list; kafka-go lays its answer out
-	// with the error before the throttle time, so it is read here.
-	body, err := m.coord.raw(ctx, 3, &leavegroup.Request{GroupID: m.cfg.Group, Members: []leavegroup.RequestMember{{MemberID: id}}})
+	// with the error before the throttle time, so it is read here. A
+	// static member is named by its instance id too (KIP-345): the
+	// coordinator removes it only when both match.
+	leaving := leavegroup.RequestMember{MemberID: id, GroupInstanceID: m.cfg.InstanceID}
+	body, err := m.coord.raw(ctx, 3, &leavegroup.Request{GroupID: m.cfg.Group, Members: []leavegroup.RequestMember{leaving}})
 	if err == nil {
 		err = m.coord.answered(errorCode(body))
+	}
+	if err == nil {
+		err = m.coord.answered(leftMemberCode(body))
 	}
 	if err != nil {
 		m.log.Warn("leaving the group failed; the coordinator drops this member after the session timeout", "err", err, "session_timeout", m.cfg.SessionTimeout)
 		return nil
 	}
-	m.log.Info("left the group", "member", id)
+	m.log.Info("left the group", "member", id, "instance", m.cfg.InstanceID)
 	return nil
 }
 
@@ -304,6 +290,31 @@ func errorCode(body []byte) int16 {
 		return -1
 	}
 	return int16(binary.BigEndian.Uint16(body[4:6]))
+}
+
+// leftMemberCode reads the first member's error code of a LeaveGroup v3
+// answer (after the top-level error: members, each a member id, a
+// nullable instance id and an error code): a static member named with an
+// instance id the group does not hold, or with another member id, is
+// refused there (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID).
+func leftMemberCode(body []byte) int16 {
+	r := reader{buf: body}
+	r.take(6) // throttle time, error code
+	if n := r.count(6); n < 1 {
+		if r.err != nil {
+			return -1
+		}
+		return 0 // none named: nothing refused
+	}
+	r.string()
+	if n := r.int16(); n > 0 {
+		r.take(int(n))
+	}
+	code := r.int16()
+	if r.err != nil {
+		return -1
+	}
+	return code
 }
 
 // protocols is what the member offers in JoinGroup, in its order of
@@ -419,7 +430,8 @@ func (m *Member) sync(ctx context.Context, joined *joingroup.Response) (Generati
 		}
 		return Generation{}, m.refusal("SyncGroup", err)
 	}
-	a, err := decodeAssignment(res.Assignments)
+	a, rejoin, err := decodeAssignment(res.Assignments)
+	g.followUp = coop && rejoin
 	if err != nil {
 		return Generation{}, fmt.Errorf("SyncGroup: the leader's assignment: %w", err)
 	}
@@ -461,7 +473,7 @@ func (m *Member) plan(ctx context.Context, joined []joingroup.ResponseMember, co
 	m.log.Info("assignment planned", "members", len(members), "partitions", len(partitions), "moving", moving)
 	out := make([]syncgroup.RequestAssignment, 0, len(joined))
 	for _, jm := range joined {
-		out = append(out, syncgroup.RequestAssignment{MemberID: jm.MemberID, Assignment: encodeAssignment(plan[jm.MemberID])})
+		out = append(out, syncgroup.RequestAssignment{MemberID: jm.MemberID, Assignment: encodeAssignment(plan[jm.MemberID], moving > 0)})
 	}
 	return out, nil
 }

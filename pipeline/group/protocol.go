@@ -1,6 +1,7 @@
 package group
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -57,23 +58,38 @@ func decodeSubscription(data []byte) (subscription, error) {
 	return s, r.err
 }
 
+// followUp is the assignment's user data when the leader withheld moving
+// partitions for a follow-up round (KIP-429): every member rejoins at
+// once, rather than the members that let go of nothing waiting for their
+// next heartbeat to hear of the round (a heartbeat interval, 3 s by
+// default, between a join and the partitions reaching the newcomer).
+var followUp = []byte("logstore:follow-up")
+
 // encodeAssignment is the SyncGroup assignment of one member: version 1,
-// its partitions, no user data.
-func encodeAssignment(a Assignment) []byte {
+// its partitions, and as user data followUp or nothing.
+func encodeAssignment(a Assignment, rejoin bool) []byte {
 	var b []byte
 	b = binary.BigEndian.AppendUint16(b, eagerVersion)
 	b = appendAssignment(b, a)
+	if rejoin {
+		return appendBytes(b, followUp)
+	}
 	return appendBytes(b, nil)
 }
 
-func decodeAssignment(data []byte) (Assignment, error) {
+// decodeAssignment reads a member's assignment and whether the leader
+// asked for a follow-up round.
+func decodeAssignment(data []byte) (a Assignment, rejoin bool, err error) {
 	if len(data) == 0 {
-		return Assignment{}, nil // a member given nothing
+		return Assignment{}, false, nil // a member given nothing
 	}
 	r := reader{buf: data}
 	r.int16()
-	a := r.assignment()
-	return a, r.err
+	a = r.assignment()
+	if len(r.buf) > 0 {
+		rejoin = bytes.Equal(r.bytes(), followUp)
+	}
+	return a, rejoin, r.err
 }
 
 func appendString(b []byte, s string) []byte {

@@ -26,15 +26,8 @@ import (
 //	go test -tags integration -run '^$' -bench BenchmarkProduce -benchtime 200x ./internal/kafka/producer/
 func BenchmarkProduce(b *testing.B) {
 	client := testkit.RequireCluster(b)
-	var replicas [][]int
-	for p := range 12 {
-		replicas = append(replicas, []int{p%3 + 1, (p+1)%3 + 1, (p+2)%3 + 1})
-	}
-	rows := make([][]byte, 1000)
-	for i := range rows {
-		rows[i] = fmt.Appendf(nil, `{"ts":"2026-12-02T06:00:%02d.%06dZ","level":"info","service":"checkout-%d","trace_id":"%032x","msg":"request served","status":200,"latency_ms":%d,"path":"/api/v1/orders/%d","user_agent":"Mozilla/5.0 (X11; Linux x86_64)"}`,
-			i%60, i, i%7, uint64(i)*0x9e3779b97f4a7c15, i%250, i)
-	}
+	replicas := spreadReplicas(12)
+	rows := benchRows(1000)
 	const writers, batch = 4, 1000
 
 	b.Run("logstore", func(b *testing.B) {
@@ -69,9 +62,34 @@ func BenchmarkProduce(b *testing.B) {
 	})
 }
 
+// spreadReplicas is n partitions of RF 3 whose leaders take turns over
+// the three brokers.
+func spreadReplicas(n int) [][]int {
+	var replicas [][]int
+	for p := range n {
+		replicas = append(replicas, []int{p%3 + 1, (p+1)%3 + 1, (p+2)%3 + 1})
+	}
+	return replicas
+}
+
+// benchRows are n JSON log rows of about 300 bytes.
+func benchRows(n int) [][]byte {
+	rows := make([][]byte, n)
+	for i := range rows {
+		rows[i] = fmt.Appendf(nil, `{"ts":"2026-12-02T06:00:%02d.%06dZ","level":"info","service":"checkout-%d","trace_id":"%032x","msg":"request served","status":200,"latency_ms":%d,"path":"/api/v1/orders/%d","user_agent":"Mozilla/5.0 (X11; Linux x86_64)"}`,
+			i%60, i, i%7, uint64(i)*0x9e3779b97f4a7c15, i%250, i)
+	}
+	return rows
+}
+
 // measure runs b.N calls of write (of 1,000 rows each) over writers
 // goroutines and reports rows/s and CPU-seconds per million rows.
 func measure(b *testing.B, writers int, write func(context.Context) error) {
+	measureRows(b, writers, 1000, write)
+}
+
+// measureRows is measure with perCall rows a call.
+func measureRows(b *testing.B, writers, perCall int, write func(context.Context) error) {
 	ctx := context.Background()
 	if err := write(ctx); err != nil { // connections and metadata, outside the count
 		b.Fatal(err)
@@ -101,7 +119,7 @@ func measure(b *testing.B, writers int, write func(context.Context) error) {
 	elapsed := time.Since(start)
 	cpu := cpuTime() - cpu0
 	b.StopTimer()
-	rows := float64(b.N) * 1000
+	rows := float64(b.N) * float64(perCall)
 	b.ReportMetric(rows/elapsed.Seconds(), "rows/s")
 	b.ReportMetric(cpu.Seconds()/rows*1e6, "CPU-s/Mrows")
 }

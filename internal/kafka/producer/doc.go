@@ -10,6 +10,12 @@
 // records can write those twice. Across processes nothing is deduplicated:
 // a new Producer has a new producer id.
 //
+// With a TransactionalID the guarantee is the transaction's (txn.go,
+// KIP-98 and KIP-447): records and a group's offsets sent between BeginTxn
+// and CommitTxn become visible to read_committed consumers, and the
+// group's, together and once; after AbortTxn, or a crash, none of them
+// does. A producer started later with the same id fences this one.
+//
 // Keyless records go to a sticky partition (KIP-794) chosen, with
 // RackAware, among the partitions whose leader is in the producer's rack
 // (KIP-1123), so produced bytes stay in the zone; keyed records go where the

@@ -50,6 +50,9 @@ type partState struct {
 	// seq is the next batch's base sequence in generation gen.
 	seq int32
 	gen int
+	// inTxn: the open transaction holds the partition (a transactional
+	// producer sends nothing to a partition before).
+	inTxn bool
 }
 
 func newTopicState(name string, l topicLayout) *topicState {
@@ -138,7 +141,7 @@ func (p *Producer) chooseSticky(ts *topicState) int32 {
 
 // enqueue places record idx of call c and adds it to its partition's open
 // batch. The caller holds mu.
-func (p *Producer) enqueue(ts *topicState, c *call, idx int, r *Record) {
+func (p *Producer) enqueue(ts *topicState, c *call, idx int, r *Record) *partState {
 	size := recordSize(r)
 	part := p.place(ts, r, size)
 	var tail *batch
@@ -153,4 +156,5 @@ func (p *Producer) enqueue(ts *topicState, c *call, idx int, r *Record) {
 	tail.records = append(tail.records, *r)
 	tail.refs = append(tail.refs, ref{call: c, idx: idx})
 	tail.bytes += size
+	return part
 }

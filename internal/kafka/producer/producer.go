@@ -46,8 +46,16 @@ type Config struct {
 	// AutoCreateTopics lets metadata requests create a missing topic (for
 	// brokers with auto.create.topics.enable).
 	AutoCreateTopics bool
-	Stats            *Stats
-	Log              *slog.Logger
+	// TransactionalID makes the producer transactional (txn.go): it
+	// writes only inside transactions, and a producer started later with
+	// the same id fences this one. "" is idempotent only.
+	TransactionalID string
+	// TransactionTimeout is how long the coordinator lets a transaction
+	// stay open before aborting it (default 60s): what a read_committed
+	// consumer of the output may wait when a producer dies mid-transaction.
+	TransactionTimeout time.Duration
+	Stats              *Stats
+	Log                *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -65,6 +73,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MetadataMaxAge <= 0 {
 		c.MetadataMaxAge = 2 * time.Second
+	}
+	if c.TransactionTimeout <= 0 {
+		c.TransactionTimeout = 60 * time.Second
 	}
 	if c.ClientID == "" {
 		c.ClientID = "logstore"
@@ -102,6 +113,8 @@ type Producer struct {
 	initing bool
 	pidWait time.Time // no InitProducerId before this, after a failed one
 	closed  bool
+	// txn is the transaction state; nil without a TransactionalID.
+	txn *txnState
 }
 
 // New starts a producer; nothing is dialled until the first Produce.
@@ -126,6 +139,9 @@ func New(cfg Config) (*Producer, error) {
 		conns:   make(map[int32]*brokerConn),
 		pid:     -1,
 		needPID: true,
+	}
+	if cfg.TransactionalID != "" {
+		p.txn = newTxnState(cfg.TransactionalID)
 	}
 	p.wg.Add(2)
 	go p.dispatch()
@@ -164,6 +180,14 @@ func (p *Producer) Produce(ctx context.Context, topic string, records []Record) 
 	if len(records) == 0 {
 		return nil
 	}
+	if p.txn != nil {
+		p.mu.Lock()
+		err := p.txn.usable()
+		p.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
 	ts, err := p.topic(ctx, topic)
 	if err != nil {
 		return err
@@ -174,10 +198,25 @@ func (p *Producer) Produce(ctx context.Context, topic string, records []Record) 
 		p.mu.Unlock()
 		return ErrClosed
 	}
+	if p.txn != nil {
+		if err := p.txn.usable(); err != nil {
+			p.mu.Unlock()
+			return err
+		}
+	}
+	parts := make(map[*partState]bool)
 	for i := range records {
-		p.enqueue(ts, c, i, &records[i])
+		parts[p.enqueue(ts, c, i, &records[i])] = true
+	}
+	var adding []*partState
+	if p.txn != nil {
+		adding = toAdd(parts)
 	}
 	p.mu.Unlock()
+	if len(adding) > 0 {
+		// Failure fails the records held for these partitions: c ends.
+		p.addPartitions(ctx, adding)
+	}
 	p.poke()
 	select {
 	case <-c.done:
@@ -380,6 +419,12 @@ func (p *Producer) Close() error {
 		c.close()
 	}
 	p.mu.Unlock()
+	if p.txn != nil {
+		p.txn.coord.close()
+		for _, g := range p.txn.groups {
+			g.close()
+		}
+	}
 	p.ctl.close()
 	return nil
 }

@@ -25,8 +25,14 @@ import (
 // readTopic reads every record of topic from the start: want of them, and
 // whatever more (a duplicate) comes within a second after.
 func readTopic(t *testing.T, topic string, want int) []*kgo.Record {
+	return readTopicAt(t, topic, kgo.ReadUncommitted(), want)
+}
+
+// readTopicAt is readTopic at an isolation level.
+func readTopicAt(t *testing.T, topic string, iso kgo.IsolationLevel, want int) []*kgo.Record {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(testkit.Brokers...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(testkit.Brokers...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(iso))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,8 @@ const (
 	batchAttrsAt    = 21
 	batchProducerAt = 43 // producer id (8), epoch (2), base sequence (4)
 	batchHeaderLen  = 61
+	// batchTransactional is the attributes' bit of a transaction's batch.
+	batchTransactional = 1 << 4
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -55,8 +57,10 @@ func recordSize(r *Record) int {
 
 // encodeBatch writes records as one v2 record batch, preceded by its int32
 // size as a Produce request's records field carries it, compressed with c.
-// The producer fields are left at -1; stamp sets them.
-func encodeBatch(buf *bytes.Buffer, records []Record, c compress.Compression, now time.Time) error {
+// The producer fields are left at -1; stamp sets them. A transactional
+// batch is marked so: read_committed consumers keep it back until its
+// transaction's marker, and drop it if the marker aborts.
+func encodeBatch(buf *bytes.Buffer, records []Record, c compress.Compression, transactional bool, now time.Time) error {
 	buf.Reset()
 	var head [4 + batchHeaderLen]byte
 	buf.Write(head[:]) // filled in below
@@ -104,7 +108,11 @@ func encodeBatch(buf *bytes.Buffer, records []Record, c compress.Compression, no
 	binary.BigEndian.PutUint32(h[batchLengthAt:], uint32(len(h)-12))
 	binary.BigEndian.PutUint32(h[12:], 0xffffffff) // partition leader epoch: -1, the broker's to set
 	h[16] = 2                                      // magic
-	binary.BigEndian.PutUint16(h[batchAttrsAt:], uint16(c)&7)
+	attrs := uint16(c) & 7
+	if transactional {
+		attrs |= batchTransactional
+	}
+	binary.BigEndian.PutUint16(h[batchAttrsAt:], attrs)
 	binary.BigEndian.PutUint32(h[23:], uint32(len(records)-1)) // last offset delta
 	binary.BigEndian.PutUint64(h[27:], uint64(first))
 	binary.BigEndian.PutUint64(h[35:], uint64(maxTS))

@@ -23,7 +23,7 @@ func TestEncodedBatchReadsBack(t *testing.T) {
 	for _, c := range []compress.Compression{compress.None, compress.Gzip, compress.Snappy, compress.Lz4, compress.Zstd} {
 		t.Run(c.String(), func(t *testing.T) {
 			var buf bytes.Buffer
-			if err := encodeBatch(&buf, records, c, at); err != nil {
+			if err := encodeBatch(&buf, records, c, false, at); err != nil {
 				t.Fatal(err)
 			}
 			b := buf.Bytes()

@@ -111,7 +111,7 @@ func (p *Producer) dispatchOnce() time.Time {
 	next := now.Add(time.Second)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.needPID && !p.initing && !now.Before(p.pidWait) && !p.closed {
+	if p.needPID && !p.initing && !now.Before(p.pidWait) && !p.closed && p.txn == nil {
 		p.initing = true
 		p.wg.Add(1)
 		go p.initPID()
@@ -184,6 +184,17 @@ func (p *Producer) ready(part *partState, now time.Time) (*batch, time.Time) {
 				return nil, at
 			}
 		}
+		if p.txn != nil {
+			if p.needPID && !(b.unsure && b.enc != nil) {
+				// The transaction lost its sequence (a refused or given-up
+				// batch): nothing more of it can be written.
+				p.giveUp(part, b, fmt.Errorf("%w: a batch before this one was refused or given up", ErrAbortTxn))
+				continue
+			}
+			if !part.inTxn {
+				return nil, time.Time{} // AddPartitionsToTxn is on its way
+			}
+		}
 		if p.needPID && !(b.unsure && b.enc != nil) {
 			return nil, time.Time{} // a new id is on its way; a pinned batch may go meanwhile
 		}
@@ -200,6 +211,9 @@ func (p *Producer) giveUp(part *partState, b *batch, err error) {
 	part.queue = part.queue[1:]
 	if b.unsure {
 		p.resetPID(b.gen, fmt.Sprintf("gave up a batch of %s/%d that may have been written", part.topic, part.id), err)
+	}
+	if p.txn != nil {
+		p.txn.fail(fmt.Errorf("%s/%d: %w", part.topic, part.id, err))
 	}
 	b.fail(err)
 }
@@ -278,7 +292,7 @@ func (p *Producer) encode(batches []*batch) error {
 			continue
 		}
 		b.enc = new(bytes.Buffer)
-		if err := encodeBatch(b.enc, b.records, p.cfg.Compression, now); err != nil {
+		if err := encodeBatch(b.enc, b.records, p.cfg.Compression, p.txn != nil, now); err != nil {
 			b.enc = nil
 			return fmt.Errorf("%w: %v", errEncode, err)
 		}
@@ -289,6 +303,9 @@ func (p *Producer) encode(batches []*batch) error {
 
 func (p *Producer) request(batches []*batch) *rawproduce.Request {
 	req := &rawproduce.Request{Acks: -1, Timeout: int32(p.brokerTimeout() / time.Millisecond)}
+	if p.txn != nil {
+		req.TransactionalID = p.txn.coord.key
+	}
 	byTopic := make(map[string]int)
 	for _, b := range batches {
 		ti, ok := byTopic[b.part.topic]
@@ -404,7 +421,24 @@ func (p *Producer) settle(br broker, b *batch, now time.Time, rp *produce.Respon
 		p.cfg.Stats.add(br, p.cfg.Rack, b.enc.Len()-4)
 		b.succeed()
 
-	case codeOutOfOrderSequence, codeUnknownProducerID, codeInvalidProducerEpoch, codeInvalidPIDMapping, codeProducerFenced:
+	case codeInvalidProducerEpoch, codeProducerFenced, codeOutOfOrderSequence, codeUnknownProducerID, codeInvalidPIDMapping:
+		if p.txn != nil {
+			// In a transaction a refused batch cannot be sent again under
+			// new numbers: the transaction is aborted (which bumps the
+			// epoch) and the caller writes it all again. An older epoch
+			// than the broker's is a fence, or the coordinator aborted the
+			// transaction for its timeout; the abort tells which.
+			part.inflight = false
+			part.queue = part.queue[1:]
+			err := fmt.Errorf("%s/%d at broker %d: %w", part.topic, part.id, br.ID, kafka.Error(code))
+			if code == codeInvalidProducerEpoch || code == codeProducerFenced {
+				err = fmt.Errorf("%w: %w", ErrProducerFenced, err)
+			}
+			p.resetPID(b.gen, "a transactional batch was refused", err)
+			p.txn.fail(err)
+			b.fail(err)
+			return
+		}
 		// The broker refused the batch for its numbers, so it is not in
 		// the log: the broker lost our earlier batches (an unclean leader
 		// election) or forgot the producer (its records all deleted).

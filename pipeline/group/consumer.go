@@ -1,0 +1,408 @@
+package group
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/logstore/logstore/internal/clock"
+)
+
+// ConsumerConfig is the settings of a member on the next-generation
+// protocol (kafka.group_protocol: consumer).
+type ConsumerConfig struct {
+	Group  string
+	Topics []string
+	// InstanceID makes the member static (KIP-345); "" is a dynamic member.
+	InstanceID string
+	// LeaveOnShutdown makes a static member leave at its stop, so its
+	// partitions move at once (a scale-in), rather than wait for it for
+	// the broker's session timeout (a restart).
+	LeaveOnShutdown bool
+	Brokers         []string
+	Dialer          *kafka.Dialer
+	// Rack is sent to the coordinator; the broker's assignors of Kafka 4.x
+	// do not use it (KAFKA-19387), so it also decides the start's warning.
+	Rack             string
+	FollowerFetching bool
+	// Assignor is the broker-side assignor: uniform or range.
+	Assignor         string
+	RebalanceTimeout time.Duration
+	Log              *slog.Logger
+}
+
+// ConsumerMember is a group member on the next-generation consumer group
+// protocol (KIP-848): it heartbeats with ConsumerGroupHeartbeat, the
+// coordinator assigns (with the broker-side assignor) and hands each
+// member, heartbeat by heartbeat, the partitions it may read now. The
+// member reconciles incrementally: it stops what left its assignment
+// (Handler.Revoke: committed first, while it still owns it), starts what
+// came (Handler.Assign), and acknowledges what it then owns in its next
+// heartbeat, sent at once. A partition reaches its new owner only after
+// the old owner acknowledged letting go of it, so no partition has two
+// readers.
+//
+// Epochs fence as generations do on the classic protocol: commits carry
+// the member epoch (OffsetCommit v9); FENCED_MEMBER_EPOCH or
+// UNKNOWN_MEMBER_ID means the group went on without this member (its
+// partitions are lost and it joins again, with the same member id).
+//
+// The session timeout and heartbeat interval are the broker's
+// (group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms).
+type ConsumerMember struct {
+	cfg    ConsumerConfig
+	coord  coordinator // heartbeats
+	commit coordinator // offset commits, so they never wait behind a heartbeat
+	log    *slog.Logger
+	id     string // made by the member (KIP-1082), kept for its life
+
+	current // the member epoch stands for the generation
+
+	mu     sync.Mutex
+	topics topicMetadata
+}
+
+// NewConsumer returns a member; Run joins.
+func NewConsumer(cfg ConsumerConfig) *ConsumerMember {
+	log := cfg.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	var raw [16]byte
+	rand.Read(raw[:])
+	id := base64.RawURLEncoding.EncodeToString(raw[:])
+	return &ConsumerMember{
+		cfg:     cfg,
+		coord:   coordinator{dialer: cfg.Dialer, seeds: cfg.Brokers, group: cfg.Group},
+		commit:  coordinator{dialer: cfg.Dialer, seeds: cfg.Brokers, group: cfg.Group},
+		log:     log.With("group", cfg.Group, "group_protocol", "consumer"),
+		id:      id,
+		current: newCurrent(id),
+	}
+}
+
+func (m *ConsumerMember) setEpoch(epoch int32) { m.set(epoch, m.id) }
+
+// Commit stores one partition's offset with the given member epoch
+// (OffsetCommit v9). Refusals come back as their error: ErrStaleMemberEpoch
+// (the epoch moved on: send again with the current one),
+// ErrFencedMemberEpoch or kafka.UnknownMemberId (the partition is not
+// this member's any more).
+func (m *ConsumerMember) Commit(ctx context.Context, epoch int32, topic string, partition int, offset int64, metadata string) error {
+	req := offsetCommit{Group: m.cfg.Group, MemberID: m.id, InstanceID: m.cfg.InstanceID, Epoch: epoch,
+		Topic: topic, Partition: int32(partition), Offset: offset, Metadata: metadata}
+	body, err := m.commit.exchange(ctx, apiOffsetCommit, offsetCommitMemberVersion, true, req.encode())
+	if err != nil {
+		return err
+	}
+	code, err := decodeOffsetCommitAnswer(body, topic, int32(partition))
+	if err != nil {
+		return fmt.Errorf("OffsetCommit v9 answer: %w", err)
+	}
+	if coordinatorMoved(kafka.Error(code)) {
+		m.commit.reset()
+	}
+	return brokerError(code, "")
+}
+
+// Run joins the group and follows its assignment until ctx ends, handing
+// partitions to h. At the end it stops what it owns (h.Revoke: written
+// and committed) and leaves: a dynamic member for good, a static one as
+// "back soon" (epoch -2), so a restart within the session timeout takes
+// its partitions back with no rebalance, unless LeaveOnShutdown. Run
+// returns nil when ctx ended, and an error only when joining again cannot
+// help.
+func (m *ConsumerMember) Run(ctx context.Context, h Handler) error {
+	defer m.coord.reset()
+	defer m.commit.reset()
+	m.warnRackBlind(ctx)
+	owned := Assignment{}
+	epoch := epochJoin
+	interval := 5 * time.Second // until the coordinator says
+	backoff := retryBackoff
+	lastOK := time.Now()
+	var unreleasedSince time.Time
+	for {
+		if ctx.Err() != nil {
+			return m.stop(h, owned, epoch)
+		}
+		ans, err := m.heartbeat(ctx, epoch, owned)
+		if err == nil {
+			err = brokerError(ans.ErrorCode, ans.ErrorMessage)
+			if coordinatorMoved(err) {
+				m.coord.reset()
+			}
+		}
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return m.stop(h, owned, epoch)
+		case errors.Is(err, ErrFencedMemberEpoch), errors.Is(err, kafka.UnknownMemberId):
+			m.lose(h, owned, err)
+			owned, epoch = Assignment{}, epochJoin
+			continue
+		case errors.Is(err, errUnreleasedInstanceID):
+			// The instance id is still held: by a twin, or by this pod's
+			// predecessor that stopped without saying it would be back.
+			// The broker lets it go after its session timeout; a twin
+			// never does.
+			if unreleasedSince.IsZero() {
+				unreleasedSince = time.Now()
+			}
+			if time.Since(unreleasedSince) > unreleasedWait {
+				h.Lose(owned)
+				return fmt.Errorf("%w: ConsumerGroupHeartbeat answered UNRELEASED_INSTANCE_ID for kafka.group_instance_id %q in group %s for %s: another process runs with this instance id "+
+					"(give each pod its own, ${POD_NAME} on a StatefulSet)", ErrFencedInstance, m.cfg.InstanceID, m.cfg.Group, unreleasedWait)
+			}
+			m.log.Warn("the group instance id is still held by another member; joining again", "instance", m.cfg.InstanceID, "err", err, "backoff", backoff)
+		case fatalConsumerError(err):
+			h.Lose(owned)
+			return m.refusalConsumer(err)
+		case !errors.Is(err, errMetadata) && time.Since(lastOK) >= consumerSessionTimeout && owned.Count() > 0:
+			m.lose(h, owned, fmt.Errorf("%w: no heartbeat answered for %s: %w", errLost, consumerSessionTimeout, err))
+			owned, epoch = Assignment{}, epochJoin
+		default:
+			m.log.Warn("heartbeat failed; trying again", "err", err, "backoff", backoff)
+		}
+		if err != nil {
+			if !clock.Sleep(ctx, backoff) {
+				return m.stop(h, owned, epoch)
+			}
+			backoff = min(2*backoff, maxRetryBackoff)
+			continue
+		}
+		backoff, lastOK, unreleasedSince = retryBackoff, time.Now(), time.Time{}
+		epoch = ans.Epoch
+		m.setEpoch(epoch)
+		if ans.HeartbeatIntervalMS > 0 {
+			interval = time.Duration(ans.HeartbeatIntervalMS) * time.Millisecond
+		}
+		if ans.Assignment != nil {
+			target, err := m.names(ctx, ans.Assignment)
+			if err != nil {
+				m.log.Warn("the assignment names topics this member cannot name yet; asking again", "err", err)
+				if !clock.Sleep(ctx, backoff) {
+					return m.stop(h, owned, epoch)
+				}
+				continue
+			}
+			if changed := m.reconcile(ctx, h, owned, target, epoch); changed {
+				owned = target
+				continue // acknowledge at once: the new owners wait for it
+			}
+		}
+		if !clock.Sleep(ctx, interval) {
+			return m.stop(h, owned, epoch)
+		}
+	}
+}
+
+// Waits of the next-generation member. consumerSessionTimeout is the
+// broker's default group.consumer.session.timeout.ms: past it without an
+// answer the member counts its partitions as lost. unreleasedWait is how
+// long an instance id may stay held before the member takes it for a
+// twin's: the session timeout and then some.
+const (
+	consumerSessionTimeout = 45 * time.Second
+	unreleasedWait         = consumerSessionTimeout + 15*time.Second
+)
+
+// reconcile moves from owned to target: stop what left (committed while
+// still owned), start what came. It says whether anything changed.
+func (m *ConsumerMember) reconcile(ctx context.Context, h Handler, owned, target Assignment, epoch int32) bool {
+	revoked := owned.Minus(target)
+	added := target.Minus(owned)
+	if revoked.Count() == 0 && added.Count() == 0 {
+		return false
+	}
+	g := Generation{ID: epoch, MemberID: m.id, Protocol: "consumer", Cooperative: true,
+		Assigned: target.Clone(), Added: added, Revoked: revoked, Moved: revoked.Count() + added.Count()}
+	m.log.Info("generation", "epoch", epoch, "member", m.id, "protocol", "consumer",
+		"partitions", target.Count(), "added", added.Count(), "revoked", revoked.Count(), "moved", g.Moved,
+		"assigned", map[string][]int(target))
+	if revoked.Count() > 0 {
+		m.revoke(ctx, h, revoked, owned, epoch)
+	}
+	h.Assign(g)
+	return true
+}
+
+// revoke stops the partitions while heartbeats go on (the member still
+// owns them until it acknowledges, and a silent member is dropped).
+func (m *ConsumerMember) revoke(ctx context.Context, h Handler, revoked, owned Assignment, epoch int32) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.Revoke(revoked)
+	}()
+	for {
+		select {
+		case <-done:
+			return
+		case <-time.After(revokeBeat):
+			// The answer's assignment is ignored: it is reconciled after
+			// the revoke, at the acknowledging heartbeat.
+			if _, err := m.heartbeat(context.WithoutCancel(ctx), epoch, owned); err != nil {
+				m.log.Warn("heartbeat while revoking failed", "err", err)
+			}
+		}
+	}
+}
+
+// revokeBeat is the heartbeat interval while partitions are committed
+// before they are let go of: well inside the broker's session timeout.
+const revokeBeat = 3 * time.Second
+
+// heartbeat sends one ConsumerGroupHeartbeat with the whole state.
+func (m *ConsumerMember) heartbeat(ctx context.Context, epoch int32, owned Assignment) (consumerHeartbeatAnswer, error) {
+	ids, err := m.ids(ctx, owned)
+	if err != nil {
+		return consumerHeartbeatAnswer{}, err
+	}
+	req := consumerHeartbeat{Group: m.cfg.Group, MemberID: m.id, Epoch: epoch, InstanceID: m.cfg.InstanceID, Rack: m.cfg.Rack,
+		RebalanceTimeoutMS: int32(m.cfg.RebalanceTimeout / time.Millisecond), Topics: slices.Sorted(slices.Values(m.cfg.Topics)),
+		Assignor: m.cfg.Assignor, Owned: ids}
+	hctx, cancel := context.WithTimeout(ctx, heartbeatTimeout)
+	defer cancel()
+	body, err := m.coord.exchange(hctx, apiConsumerGroupHeartbeat, consumerHeartbeatVersion, true, req.encode())
+	if err != nil {
+		return consumerHeartbeatAnswer{}, fmt.Errorf("ConsumerGroupHeartbeat: %w", err)
+	}
+	ans, err := decodeConsumerHeartbeatAnswer(body)
+	if err != nil {
+		return consumerHeartbeatAnswer{}, fmt.Errorf("ConsumerGroupHeartbeat answer: %w", err)
+	}
+	return ans, nil
+}
+
+// ids names owned by topic id.
+func (m *ConsumerMember) ids(ctx context.Context, owned Assignment) (topicPartitions, error) {
+	out := topicPartitions{}
+	for t, ps := range owned {
+		id, ok := m.topicID(t)
+		if !ok {
+			if err := m.refresh(ctx); err != nil {
+				return nil, err
+			}
+			if id, ok = m.topicID(t); !ok {
+				return nil, fmt.Errorf("topic %s has no id in the metadata", t)
+			}
+		}
+		for _, p := range ps {
+			out[id] = append(out[id], int32(p))
+		}
+	}
+	return out, nil
+}
+
+func (m *ConsumerMember) topicID(topic string) ([16]byte, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	id, ok := m.topics.ids[topic]
+	return id, ok
+}
+
+// names names an assignment's topics; an id it does not know (a topic
+// recreated) makes it ask for the metadata again.
+func (m *ConsumerMember) names(ctx context.Context, tps topicPartitions) (Assignment, error) {
+	out := Assignment{}
+	for id, ps := range tps {
+		m.mu.Lock()
+		name, ok := m.topics.names[id]
+		m.mu.Unlock()
+		if !ok {
+			if err := m.refresh(ctx); err != nil {
+				return nil, err
+			}
+			m.mu.Lock()
+			name, ok = m.topics.names[id]
+			m.mu.Unlock()
+			if !ok {
+				return nil, fmt.Errorf("no topic has id %x", id)
+			}
+		}
+		for _, p := range ps {
+			out[name] = append(out[name], int(p))
+		}
+	}
+	return out.Clone(), nil
+}
+
+func (m *ConsumerMember) refresh(ctx context.Context) error {
+	md, err := m.describe(ctx, m.cfg.Topics)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.topics = md
+	m.mu.Unlock()
+	return nil
+}
+
+// lose stops what the member owned after the group dropped it.
+func (m *ConsumerMember) lose(h Handler, owned Assignment, why error) {
+	if owned.Count() > 0 {
+		m.log.Warn("partitions lost: the group gave them to others; stopping them without committing", "partitions", owned.Count(), "err", why)
+		h.Lose(owned)
+	}
+	m.setEpoch(-1)
+}
+
+// stop is the end of Run: commit what is owned, then leave.
+func (m *ConsumerMember) stop(h Handler, owned Assignment, epoch int32) error {
+	if owned.Count() > 0 {
+		m.revoke(context.Background(), h, owned, owned, epoch)
+	}
+	if epoch <= 0 {
+		return nil // never joined, or already out
+	}
+	leave, how := epochLeave, "left the group"
+	if m.cfg.InstanceID != "" && !m.cfg.LeaveOnShutdown {
+		leave, how = epochLeaveStatic, "static member stopping: a restart within the session timeout takes its partitions back with no rebalance"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ans, err := m.heartbeat(ctx, leave, nil)
+	if err == nil {
+		err = brokerError(ans.ErrorCode, ans.ErrorMessage)
+	}
+	if err != nil {
+		m.log.Warn("leaving the group failed; the coordinator drops this member after its session timeout", "err", err)
+		return nil
+	}
+	m.setEpoch(-1)
+	m.log.Info(how, "member", m.id, "instance", m.cfg.InstanceID)
+	return nil
+}
+
+// fatalConsumerError says joining again cannot change the answer.
+func fatalConsumerError(err error) bool {
+	for _, e := range []error{errUnsupportedAssignor, errUnsupportedVersion, errInvalidRequest, errTopicAuthorization, errGroupIDNotFound,
+		kafka.GroupAuthorizationFailed, kafka.GroupMaxSizeReached, kafka.InconsistentGroupProtocol, kafka.UnsupportedVersion} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// refusalConsumer says what to do about a fatal answer.
+func (m *ConsumerMember) refusalConsumer(err error) error {
+	switch {
+	case errors.Is(err, errUnsupportedAssignor):
+		return fmt.Errorf("group %s: the brokers have no assignor %q (%w); set kafka.group_remote_assignor to one in their group.consumer.assignors (uniform, range)", m.cfg.Group, m.cfg.Assignor, err)
+	case errors.Is(err, errUnsupportedVersion), errors.Is(err, kafka.UnsupportedVersion):
+		return fmt.Errorf("group %s: the brokers do not serve ConsumerGroupHeartbeat v1 (%w): it needs Kafka 4.0 or later; set kafka.group_protocol: classic", m.cfg.Group, err)
+	case errors.Is(err, kafka.InconsistentGroupProtocol):
+		return fmt.Errorf("group %s: %w: the group's members speak the classic protocol; run every member with the same kafka.group_protocol, or use another kafka.group", m.cfg.Group, err)
+	}
+	return fmt.Errorf("group %s: ConsumerGroupHeartbeat: %w", m.cfg.Group, err)
+}

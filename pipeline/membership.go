@@ -1,0 +1,39 @@
+package pipeline
+
+import (
+	"context"
+
+	"github.com/logstore/logstore/pipeline/group"
+	"github.com/logstore/logstore/rack"
+)
+
+// groupMember is the member of kafka.group_protocol, with the set's
+// committer wired to it: classic (this member's rack-aware planner
+// assigns; commits carry the generation) or consumer (KIP-848: the
+// broker assigns; commits carry the member epoch).
+func (j *Job) groupMember(set *partitionSet) interface {
+	Run(ctx context.Context, h group.Handler) error
+} {
+	k := j.cfg.Kafka
+	if k.GroupProtocol == GroupProtocolConsumer {
+		m := group.NewConsumer(group.ConsumerConfig{
+			Group: k.Group, Topics: k.Topics, InstanceID: k.GroupInstanceID, LeaveOnShutdown: k.LeaveOnShutdown,
+			Brokers: k.Brokers, Dialer: j.conn.Dialer,
+			Rack: j.rack.Rack, FollowerFetching: j.follower, Assignor: k.GroupRemoteAssignor,
+			RebalanceTimeout: k.RebalanceTimeout, Log: j.log,
+		})
+		set.commit = &memberCommitter{client: j.conn.Client, group: k.Group, member: m, owns: set.owns, wait: k.RebalanceTimeout,
+			at: func(epoch int32, _ string) committer { return epochCommitter{member: m, epoch: epoch} }}
+		return m
+	}
+	m := group.New(group.Config{
+		Group: k.Group, Topics: k.Topics, InstanceID: k.GroupInstanceID, LeaveOnShutdown: k.LeaveOnShutdown,
+		Brokers: k.Brokers, Dialer: j.conn.Dialer, Client: j.conn.Client,
+		Assignor:       rack.NewGroupBalancer(j.cfg.Rack, j.rack.Rack, j.follower),
+		Eager:          k.Rebalance == RebalanceEager,
+		SessionTimeout: k.SessionTimeout, RebalanceTimeout: k.RebalanceTimeout, HeartbeatInterval: k.HeartbeatInterval,
+		Log: j.log,
+	})
+	set.commit = &memberCommitter{client: j.conn.Client, group: k.Group, member: m, owns: set.owns, wait: k.RebalanceTimeout}
+	return m
+}
