@@ -144,6 +144,20 @@ func (tc *typeCheck) value(n ast.Node, t reflect.Type, key string) error {
 				return err
 			}
 		}
+	case reflect.Map:
+		entries, ok := tc.entries(n)
+		if !ok {
+			return mismatch()
+		}
+		for _, e := range entries {
+			name := ""
+			if tk := tc.resolve(e.Key).GetToken(); tk != nil {
+				name = tk.Value
+			}
+			if err := tc.value(e.Value, t.Elem(), join(key, name)); err != nil {
+				return err
+			}
+		}
 	default:
 		// A scalar: the decoder's own rules say what it takes (to it 1e3
 		// and 50000.0 are whole numbers, 0x1F a string, 10 no duration).

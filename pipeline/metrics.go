@@ -17,6 +17,7 @@ import (
 	"github.com/logstore/logstore/pipeline/fetch"
 	"github.com/logstore/logstore/rack"
 	"github.com/logstore/logstore/sink"
+	"github.com/logstore/logstore/sink/iceberg"
 )
 
 // Metrics exposes the job's counters to Prometheus. Counters are read from
@@ -73,6 +74,7 @@ const (
 	opCommit     = "commit"
 	opFiles      = "files"
 	opKafka      = "kafka"
+	opIceberg    = "iceberg"
 	opDeadLetter = "dead_letter"
 	stepCut      = "cut"  // the mark (c, "cut:b")
 	stepNext     = "next" // b+1
@@ -108,7 +110,7 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 	}
 	// Every label value exists from the start, so a rate() over a clean
 	// run is 0, not absent.
-	for _, op := range []string{opFetch, opCommit, opFiles, opKafka, opDeadLetter} {
+	for _, op := range []string{opFetch, opCommit, opFiles, opKafka, opIceberg, opDeadLetter} {
 		m.retries.WithLabelValues(op)
 	}
 	for _, step := range []string{stepCut, stepNext} {
@@ -247,6 +249,8 @@ func sinkKind(s sink.Sink) string {
 		return opFiles
 	case *sink.Kafka:
 		return opKafka
+	case *iceberg.Table:
+		return opIceberg
 	}
 	return "other"
 }

@@ -3,11 +3,13 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/logstore/logstore/internal/kafka/producer"
 	"github.com/logstore/logstore/pipeline/decode"
 	"github.com/logstore/logstore/rack"
 	"github.com/logstore/logstore/sink"
+	"github.com/logstore/logstore/sink/iceberg"
 )
 
 // openSinks builds the configured sinks (running their preflight checks)
@@ -34,6 +36,21 @@ func (j *Job) openSinks(ctx context.Context, deps Deps) error {
 			return prefixed("sinks.", err)
 		}
 		j.sinks, files = s.All(), s.Files
+		if tc := j.cfg.Sinks.Iceberg; tc != nil {
+			t, err := iceberg.New(ctx, tc, dec.Schema(), j.log)
+			if err != nil {
+				s.Close()
+				return prefixed("sinks.", err)
+			}
+			// After the files, before Kafka, as files are: the Kafka sink's
+			// produce (its transaction, with delivery: exactly_once) is
+			// the batch's last step before next.
+			at := 0
+			if files != nil {
+				at = 1
+			}
+			j.sinks = slices.Insert(j.sinks, at, sink.Sink(t))
+		}
 	}
 	for _, s := range j.sinks {
 		if f, ok := s.(*sink.Files); ok {
@@ -41,6 +58,11 @@ func (j *Job) openSinks(ctx context.Context, deps Deps) error {
 		}
 		if k, ok := s.(*sink.Kafka); ok && k.ExactlyOnce() {
 			j.eos = &exactlyOnce{kafka: k, group: j.cfg.Kafka.Group, instance: j.cfg.Kafka.GroupInstanceID}
+		}
+	}
+	for _, s := range j.sinks {
+		if t, ok := s.(*iceberg.Table); ok && j.resume == nil {
+			j.resume = tableResume{t}
 		}
 	}
 	if t := j.cfg.DeadLetter.Topic; t != "" && j.eos != nil {

@@ -512,7 +512,7 @@ func (w *worker) deliver(ctx context.Context, last int64) error {
 	if _, err := w.stage(ctx); err != nil {
 		return err
 	}
-	batch := &sink.Batch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Schema: w.decoder.Schema(), Rows: b.rows, Sources: b.sources, Staged: b.staged, Prefix: w.prefix, ValidText: true}
+	batch := &sink.Batch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Schema: w.decoder.Schema(), Rows: b.rows, Sources: b.sources, Staged: b.staged, Prefix: w.prefix, ValidText: true, TopicID: w.topicID}
 	// Rows a sink will never take leave the batch before anything is
 	// written, so no sink holds a row another refused.
 	if err := w.checkRows(sinks, batch); err != nil {

@@ -16,6 +16,10 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import pyarrow' 2>/de
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check pyarrow
 fi
+if ! "$venv/bin/python" -c 'import pyiceberg, sqlalchemy' 2>/dev/null; then
+  echo "setup: pyiceberg (independent reader of the Iceberg sink's tables) into $venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check 'pyiceberg[sql-sqlite,pyarrow]>=0.12'
+fi
 
 # The zone lab (scripts/zonelab.sh) counts cross-zone bytes with iptables.
 if ! command -v iptables >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -92,6 +92,10 @@ type Batch struct {
 	// "replay/20261129T0700Z-…/" for a replay, that must not touch the main
 	// output.
 	Prefix string
+	// TopicID is Kafka's id of the topic (KIP-516), "" when the brokers
+	// keep none: a topic deleted and created again has another, and numbers
+	// its records from 0 again. A table keeps it beside its positions.
+	TopicID string
 	// ValidText says every string in Rows (string, json and map columns) is
 	// valid UTF-8 already, as the decoder's rows are: the Files sink then
 	// does not check each again. Left false, the sink makes any invalid

@@ -19,6 +19,8 @@ type Config struct {
 	Files *FilesConfig `yaml:"files"`
 	// Kafka produces each output row to a topic.
 	Kafka *KafkaOutputConfig `yaml:"kafka"`
+	// Iceberg commits each batch's files to an Apache Iceberg table.
+	Iceberg *IcebergConfig `yaml:"iceberg"`
 }
 
 // FilesConfig is `sinks.files`.
@@ -214,6 +216,9 @@ func (c *Config) SetDefaults() {
 	if k := c.Kafka; k != nil {
 		k.setDefaults()
 	}
+	if t := c.Iceberg; t != nil {
+		t.setDefaults()
+	}
 }
 
 func (p *ParquetConfig) setDefaults() {
@@ -272,8 +277,8 @@ var partitionName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // Validate checks the section after SetDefaults; errors name the key below
 // `sinks`.
 func (c *Config) Validate() error {
-	if c.Files == nil && c.Kafka == nil {
-		return confkey.Errorf("files", "no sink configured; set sinks.files.url and/or sinks.kafka.topic")
+	if c.Files == nil && c.Kafka == nil && c.Iceberg == nil {
+		return confkey.Errorf("files", "no sink configured; set sinks.files.url, sinks.kafka.topic and/or sinks.iceberg.table")
 	}
 	if f := c.Files; f != nil {
 		if err := f.validate(); err != nil {
@@ -282,6 +287,11 @@ func (c *Config) Validate() error {
 	}
 	if k := c.Kafka; k != nil {
 		if err := k.validate(); err != nil {
+			return err
+		}
+	}
+	if t := c.Iceberg; t != nil {
+		if err := t.validate(); err != nil {
 			return err
 		}
 	}
@@ -459,6 +469,9 @@ func (c *Config) CheckSchema(s *Schema) error {
 		if s.Index(k.Key) < 0 {
 			return confkey.Errorf("kafka.key", "%q is not an output column", k.Key)
 		}
+	}
+	if t := c.Iceberg; t != nil {
+		return t.checkSchema(s)
 	}
 	return nil
 }

@@ -78,5 +78,6 @@ func (f *Files) WriteDeadLetters(ctx context.Context, b *Batch) error {
 	if err := f.seal(ctx, st, b); err != nil {
 		return err
 	}
-	return f.upload(ctx, st, b)
+	_, err := f.upload(ctx, st, b)
+	return err
 }

@@ -36,6 +36,10 @@ const (
 	// exactly_once: the batch's rows are produced in its open
 	// transaction; its dead letters and next are not yet in it.
 	FailInTxn = "in-transaction"
+
+	// The table sink's, between FailFileSaved and FailDelivered.
+	FailTableFiles     = "table-files-written" // a batch's data files are stored, not yet committed to the table
+	FailTableCommitted = "table-committed"     // the table holds the batch; the worker has not heard yet
 )
 
 // Failpoint kills the process if LOGSTORE_FAILPOINT names this point and its

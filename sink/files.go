@@ -79,10 +79,11 @@ func (f oneFolder) AppendFolder(dst []byte, _ Row) []byte { return append(dst, f
 func (f oneFolder) SameFolder(_, _ Row) bool              { return true }
 
 type stagedFolder struct {
-	parts []*SpoolFile
-	open  *SpoolFile
-	pw    *ParquetWriter
-	rows  int // rows in the open file
+	parts    []*SpoolFile
+	partRows []int64 // rows of each of parts
+	open     *SpoolFile
+	pw       *ParquetWriter
+	rows     int // rows in the open file
 }
 
 // pageSpillAfter is how much of one column chunk's encoded pages a file
@@ -169,18 +170,26 @@ func (f *Files) Stage(ctx context.Context, b *Batch) (full bool, err error) {
 // after an error (a failed upload), it uploads the same files again. A
 // batch without rows writes nothing.
 func (f *Files) Write(ctx context.Context, b *Batch) error {
+	_, err := f.WriteFiles(ctx, b)
+	return err
+}
+
+// WriteFiles is Write that also lists the files it stored, for a sink that
+// registers them (a table).
+func (f *Files) WriteFiles(ctx context.Context, b *Batch) ([]WrittenFile, error) {
 	st, err := f.open(b)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := f.seal(ctx, st, b); err != nil {
-		return err
+		return nil, err
 	}
-	if err := f.upload(ctx, st, b); err != nil {
-		return err
+	stored, err := f.upload(ctx, st, b)
+	if err != nil {
+		return nil, err
 	}
 	f.Discard(b.Topic, b.Partition, b.Prefix)
-	return nil
+	return stored, nil
 }
 
 // Discard drops what was staged for the partition's open batch and never
@@ -315,17 +324,20 @@ func (f *Files) seal(ctx context.Context, st *stagedBatch, b *Batch) error {
 // upload stores every file of a sealed batch under the batch's names:
 // {folder}/{name}.parquet, then {name}-1.parquet, … for a folder's later
 // parts.
-func (f *Files) upload(ctx context.Context, st *stagedBatch, b *Batch) error {
+func (f *Files) upload(ctx context.Context, st *stagedBatch, b *Batch) ([]WrittenFile, error) {
+	var stored []WrittenFile
 	for _, name := range slices.Sorted(maps.Keys(st.folders)) {
-		for part, sf := range st.folders[name].parts {
+		fo := st.folders[name]
+		for part, sf := range fo.parts {
 			key := objectKey(f.prefix, name, b, part)
 			if err := f.store.Put(ctx, key, sf, sf.Size()); err != nil {
-				return err
+				return nil, err
 			}
 			Failpoint(FailFileSaved)
+			stored = append(stored, WrittenFile{Key: key, Folder: name, Rows: fo.partRows[part], Bytes: sf.Size()})
 		}
 	}
-	return nil
+	return stored, nil
 }
 
 // close finishes the open file (its last row group and footer) and keeps it
@@ -349,6 +361,7 @@ func (fo *stagedFolder) close() error {
 		return fmt.Errorf("closing %s: %w", name, err)
 	}
 	fo.parts = append(fo.parts, sf)
+	fo.partRows = append(fo.partRows, int64(fo.rows))
 	return nil
 }
 

@@ -33,12 +33,19 @@ func TestReferenceYAMLIsTheDefaults(t *testing.T) {
 	if len(ref.Files.PartitionBy) == 0 && len(ref.Kafka.Brokers) == 0 {
 		ref.Files.PartitionBy, ref.Kafka.Brokers = nil, nil
 	}
+	if ref.Iceberg == nil {
+		t.Fatal("the reference leaves out sinks.iceberg")
+	}
+	ref.Iceberg.SpoolDir = DefaultSpoolDir()
+	if len(ref.Iceberg.PartitionBy) == 0 && len(ref.Iceberg.Catalog.Properties) == 0 {
+		ref.Iceberg.PartitionBy, ref.Iceberg.Catalog.Properties = nil, nil
+	}
 	ref.SetDefaults()
-	def := Config{Files: &FilesConfig{URL: "s3://b"}, Kafka: &KafkaOutputConfig{Topic: "t"}}
+	def := Config{Files: &FilesConfig{URL: "s3://b"}, Kafka: &KafkaOutputConfig{Topic: "t"}, Iceberg: &IcebergConfig{}}
 	def.SetDefaults()
 	for _, pair := range [][2]any{
 		{ref.Files.Parquet, def.Files.Parquet}, {ref.Files.S3, def.Files.S3}, {ref.Files.File, def.Files.File},
-		{ref.Kafka, def.Kafka}, {ref.Files.MaxFileBytes, def.Files.MaxFileBytes}, {ref.Files.TargetFileBytes, def.Files.TargetFileBytes}, {ref.Files.PartitionBy, def.Files.PartitionBy},
+		{ref.Kafka, def.Kafka}, {ref.Iceberg, def.Iceberg}, {ref.Files.MaxFileBytes, def.Files.MaxFileBytes}, {ref.Files.TargetFileBytes, def.Files.TargetFileBytes}, {ref.Files.PartitionBy, def.Files.PartitionBy},
 	} {
 		if !reflect.DeepEqual(pair[0], pair[1]) {
 			t.Errorf("reference-sinks.yaml says %+v, SetDefaults gives %+v", pair[0], pair[1])

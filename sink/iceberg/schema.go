@@ -1,0 +1,136 @@
+package iceberg
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/logstore/logstore/sink"
+)
+
+// tableSchema is the Iceberg schema of the output columns. Ids are given
+// as Iceberg gives fresh ones (the columns 1..n, then each map's key and
+// value), so the table a catalog creates has these ids.
+func tableSchema(s *sink.Schema) (*iceberg.Schema, error) {
+	fields := make([]iceberg.NestedField, len(s.Fields))
+	next := len(s.Fields) + 1
+	for i, f := range s.Fields {
+		t, err := columnType(f, &next)
+		if err != nil {
+			return nil, err
+		}
+		fields[i] = iceberg.NestedField{ID: i + 1, Name: f.Name, Type: t, Required: f.Required}
+	}
+	return iceberg.NewSchema(0, fields...), nil
+}
+
+// columnType is the Iceberg type of a column; next gives ids to a map's
+// key and value.
+func columnType(f sink.Field, next *int) (iceberg.Type, error) {
+	switch f.Type {
+	case sink.String, sink.JSON:
+		return iceberg.PrimitiveTypes.String, nil
+	case sink.Int32:
+		return iceberg.PrimitiveTypes.Int32, nil
+	case sink.Int64:
+		return iceberg.PrimitiveTypes.Int64, nil
+	case sink.Float32:
+		return iceberg.PrimitiveTypes.Float32, nil
+	case sink.Float64:
+		return iceberg.PrimitiveTypes.Float64, nil
+	case sink.Bool:
+		return iceberg.PrimitiveTypes.Bool, nil
+	case sink.Timestamp:
+		return iceberg.PrimitiveTypes.TimestampTz, nil // written in microseconds whatever the unit (inMicros)
+	case sink.Date:
+		return iceberg.PrimitiveTypes.Date, nil
+	case sink.Bytes:
+		return iceberg.PrimitiveTypes.Binary, nil
+	case sink.StringMap:
+		m := &iceberg.MapType{KeyID: *next, KeyType: iceberg.PrimitiveTypes.String, ValueID: *next + 1, ValueType: iceberg.PrimitiveTypes.String}
+		*next += 2
+		return m, nil
+	}
+	return nil, fmt.Errorf("column %q: type %s has no Iceberg type", f.Name, f.Type)
+}
+
+// transforms are the Iceberg transforms of partition_by's names.
+var transforms = map[string]iceberg.Transform{
+	"identity": iceberg.IdentityTransform{}, "year": iceberg.YearTransform{}, "month": iceberg.MonthTransform{},
+	"day": iceberg.DayTransform{}, "hour": iceberg.HourTransform{},
+}
+
+// partitionName is the partition field's name: the column for identity,
+// column_transform otherwise, as Spark names them.
+func partitionName(p sink.TablePartition) string {
+	if p.Transform == "identity" {
+		return p.Column
+	}
+	return p.Column + "_" + p.Transform
+}
+
+// tableSpec is the partition spec of partition_by over schema.
+func tableSpec(by []sink.TablePartition, schema *iceberg.Schema) (iceberg.PartitionSpec, error) {
+	fields := make([]iceberg.PartitionField, len(by))
+	for i, p := range by {
+		col, ok := schema.FindFieldByName(p.Column)
+		if !ok {
+			return iceberg.PartitionSpec{}, fmt.Errorf("partition_by[%d]: %q is not an output column", i, p.Column)
+		}
+		fields[i] = iceberg.PartitionField{SourceIDs: []int{col.ID}, FieldID: 1000 + i, Name: partitionName(p), Transform: transforms[p.Transform]}
+	}
+	return iceberg.NewPartitionSpec(fields...), nil
+}
+
+// checkTable compares an existing table's schema and partition spec with
+// what the config writes; a difference is an error that names the column,
+// since files written for one shape cannot be registered in another.
+func checkTable(name string, have *iceberg.Schema, spec iceberg.PartitionSpec, want *iceberg.Schema, by []sink.TablePartition) error {
+	for _, w := range want.Fields() {
+		h, ok := have.FindFieldByName(w.Name)
+		if !ok {
+			return fmt.Errorf("table %s has no column %q (the output has it as %s): add it to the table (ALTER TABLE … ADD COLUMN) or remove it from schema.columns", name, w.Name, w.Type)
+		}
+		if h.Type.String() != w.Type.String() { // ids aside: a map's key and value ids are the table's own
+			return fmt.Errorf("table %s: column %q is %s, the output writes %s: change schema.columns or write to another table", name, w.Name, h.Type, w.Type)
+		}
+		if !h.Required && w.Required {
+			continue // required values fit an optional column
+		}
+		if h.Required && !w.Required {
+			return fmt.Errorf("table %s: column %q is required, the output may write null: mark the column required in schema.columns", name, w.Name)
+		}
+	}
+	for _, h := range have.Fields() {
+		if _, ok := want.FindFieldByName(h.Name); !ok && h.Required {
+			return fmt.Errorf("table %s: required column %q is not in the output: add it to schema.columns", name, h.Name)
+		}
+	}
+	if spec.NumFields() != len(by) {
+		return fmt.Errorf("table %s is partitioned by %s, sinks.iceberg.partition_by has %d fields: make them the same", name, spec, len(by))
+	}
+	for i, p := range by {
+		f := spec.Field(i)
+		src, _ := have.FindFieldByID(f.SourceIDs[0])
+		if src.Name != p.Column || f.Transform.String() != transforms[p.Transform].String() {
+			return fmt.Errorf("table %s: partition field %d is %s(%s), sinks.iceberg.partition_by[%d] says %s(%s): make them the same", name, i, f.Transform, src.Name, i, p.Transform, p.Column)
+		}
+	}
+	return nil
+}
+
+// inMicros is s with its timestamp columns in microseconds: Iceberg's
+// timestamps are microseconds in Parquet, and a reader takes a millisecond
+// column's numbers as microseconds. A millisecond value is a whole number
+// of microseconds, so nothing is lost.
+func inMicros(s *sink.Schema) *sink.Schema {
+	out := &sink.Schema{Fields: slices.Clone(s.Fields)}
+	for i := range out.Fields {
+		if out.Fields[i].Type == sink.Timestamp {
+			out.Fields[i].Unit = time.Microsecond
+		}
+	}
+	return out
+}

@@ -1,0 +1,274 @@
+// Package iceberg is the table sink: each batch's Parquet files, written
+// by the files sink below the table's location, committed to an Apache
+// Iceberg table through github.com/apache/iceberg-go.
+//
+// Guarantee: exactly once per source record in the table's current
+// snapshot. Each commit's snapshot summary records, per source partition,
+// the batch it covers (logstore.last/{topic}/{partition}); a commit
+// asserts the branch head it read (optimistic concurrency), and every try,
+// the first and each one after a conflict or an unknown outcome, reads
+// the table again and skips a batch the table already holds. So a re-cut
+// after a crash, a zombie of an old generation and a racing new owner
+// never add the same rows twice.
+package iceberg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/logstore/logstore/sink"
+)
+
+// Table is the sink. It stages rows as the files sink does (it is one),
+// and at the cut stores the batch's files and commits them, in one
+// snapshot with the member's other partitions' batches waiting then.
+type Table struct {
+	name  string
+	ident table.Identifier
+	cat   catalog.Catalog
+	files *sink.Files
+	log   *slog.Logger
+
+	// The member's batches waiting for a commit, and who commits them
+	// (commit.go).
+	interval time.Duration
+	queueMu  sync.Mutex
+	queue    []*pendingCommit
+	leader   chan struct{}
+
+	mu      sync.Mutex
+	schemas map[*sink.Schema]*sink.Schema // the output's, in microseconds (inMicros)
+	// stored are batches whose data files are stored and not committed
+	// (the commit failed): a retry commits them without storing them
+	// again, since the files sink lets go of a batch's rows once stored.
+	stored map[batchKey]*storedBatch
+}
+
+type batchKey struct {
+	topic     string
+	partition int
+}
+
+type storedBatch struct {
+	first, last int64
+	files       []iceberg.DataFile
+}
+
+// New opens the catalog and the table, creating the table (and its
+// namespace) when missing, and checks an existing one against the output
+// columns and partition_by. cfg must have had SetDefaults.
+func New(ctx context.Context, cfg *sink.IcebergConfig, schema *sink.Schema, log *slog.Logger) (*Table, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	cat, err := OpenCatalog(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	tbl, err := openTable(ctx, cat, cfg, schema, log)
+	if err != nil {
+		return nil, err
+	}
+	files, err := sink.NewTableFiles(ctx, cfg.FilesConfig(tbl.Location()+"/data"))
+	if err != nil {
+		return nil, fmt.Errorf("iceberg: table %s: its data folder: %w", cfg.Table, err)
+	}
+	return &Table{name: cfg.Table, ident: Ident(cfg.Table), cat: cat, files: files, log: log.With("table", cfg.Table),
+		schemas: map[*sink.Schema]*sink.Schema{}, stored: map[batchKey]*storedBatch{}, interval: cfg.CommitInterval, leader: make(chan struct{}, 1)}, nil
+}
+
+func openTable(ctx context.Context, cat catalog.Catalog, cfg *sink.IcebergConfig, schema *sink.Schema, log *slog.Logger) (*table.Table, error) {
+	want, err := tableSchema(schema)
+	if err != nil {
+		return nil, fmt.Errorf("iceberg: table %s: %w", cfg.Table, err)
+	}
+	ident := Ident(cfg.Table)
+	tbl, err := cat.LoadTable(ctx, ident)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		var spec iceberg.PartitionSpec
+		if spec, err = tableSpec(cfg.PartitionBy, want); err != nil {
+			return nil, err
+		}
+		if err := cat.CreateNamespace(ctx, ident[:len(ident)-1], nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+			return nil, fmt.Errorf("iceberg: creating the namespace of %s: %w", cfg.Table, err)
+		}
+		tbl, err = cat.CreateTable(ctx, ident, want, catalog.WithPartitionSpec(&spec), catalog.WithProperties(iceberg.Properties{
+			"format-version": "2", "write.parquet.compression-codec": cfg.Parquet.Compression,
+		}))
+		if errors.Is(err, catalog.ErrTableAlreadyExists) { // another member made it first
+			tbl, err = cat.LoadTable(ctx, ident)
+		} else if err == nil {
+			log.Info("iceberg: table created", "table", cfg.Table, "location", tbl.Location(), "partition_spec", tbl.Spec().String())
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("iceberg: loading table %s: %w", cfg.Table, err)
+	}
+	if err := checkTable(cfg.Table, tbl.Schema(), tbl.Spec(), want, cfg.PartitionBy); err != nil {
+		return nil, err
+	}
+	return tbl, nil
+}
+
+// Stage encodes the open batch's rows into its spool files (sink.Stager).
+func (t *Table) Stage(ctx context.Context, b *sink.Batch) (bool, error) {
+	if err := refusePrefix(b); err != nil {
+		return false, err
+	}
+	return t.files.Stage(ctx, t.inMicros(b))
+}
+
+// inMicros is b with its timestamps written in microseconds.
+func (t *Table) inMicros(b *sink.Batch) *sink.Batch {
+	t.mu.Lock()
+	s := t.schemas[b.Schema]
+	if s == nil {
+		s = inMicros(b.Schema)
+		t.schemas[b.Schema] = s
+	}
+	t.mu.Unlock()
+	out := *b
+	out.Schema = s
+	return &out
+}
+
+// CheckRows names the rows whose data file the store cannot take (a key
+// too long), before any sink writes the batch (sink.RowChecker).
+func (t *Table) CheckRows(b *sink.Batch) []*sink.RowError {
+	return t.files.CheckRows(t.inMicros(b))
+}
+
+// Discard drops the partition's staged rows (sink.Stager).
+func (t *Table) Discard(topic string, partition int, prefix string) {
+	t.files.Discard(topic, partition, prefix)
+}
+
+// Write stores the batch's data files and commits them, unless the table
+// holds the batch already; it returns once the commit is in the table.
+func (t *Table) Write(ctx context.Context, b *sink.Batch) error {
+	if err := refusePrefix(b); err != nil {
+		return err
+	}
+	k := batchKey{b.Topic, b.Partition}
+	t.mu.Lock()
+	st := t.stored[k]
+	t.mu.Unlock()
+	if st == nil || st.first != b.First || st.last != b.Last {
+		tbl, err := t.cat.LoadTable(ctx, t.ident)
+		if err != nil {
+			return fmt.Errorf("iceberg: loading table %s: %w", t.name, err)
+		}
+		if held, err := t.holds(tbl, refOf(b)); err != nil || held {
+			if held {
+				t.files.Discard(b.Topic, b.Partition, b.Prefix)
+				t.log.Info("iceberg: the table holds this batch already; not writing it again", "topic", b.Topic, "partition", b.Partition, "first", b.First, "last", b.Last)
+			}
+			return err
+		}
+		written, err := t.files.WriteFiles(ctx, t.inMicros(b))
+		if err != nil {
+			return err
+		}
+		dfs, err := t.dataFiles(tbl, written)
+		if err != nil {
+			return err
+		}
+		st = &storedBatch{first: b.First, last: b.Last, files: dfs}
+		t.mu.Lock()
+		t.stored[k] = st
+		t.mu.Unlock()
+		sink.Failpoint(sink.FailTableFiles)
+	}
+	if err := t.commit(ctx, &pendingCommit{batch: refOf(b), files: st.files, done: make(chan error, 1)}); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	delete(t.stored, k)
+	t.mu.Unlock()
+	sink.Failpoint(sink.FailTableCommitted)
+	return nil
+}
+
+// holds says whether tbl holds b: its position for b's partition is at or
+// past b.Last. A position inside the batch means another cut of the same
+// records was committed, which the commit protocol never makes (a re-cut
+// ends where its mark says): a second job writing the same table.
+func (t *Table) holds(tbl *table.Table, b batchRef) (bool, error) {
+	p, ok := PositionOf(tbl, b.Topic, b.Partition)
+	pos := p.Last
+	switch {
+	case ok && b.TopicID != "" && p.TopicID != "" && p.TopicID != b.TopicID:
+		t.log.Warn("iceberg: the table's position is of an earlier topic of this name (deleted and created again); the new topic's records are new to the table",
+			"topic", b.Topic, "partition", b.Partition, "table_last", pos, "table_topic_id", p.TopicID, "topic_id", b.TopicID)
+		return false, nil
+	case !ok || pos < b.First:
+		return false, nil
+	case pos >= b.Last:
+		return true, nil
+	}
+	return false, fmt.Errorf("iceberg: table %s holds %s/%d up to offset %d, inside the batch %d..%d being written: "+
+		"another job (another kafka.group_id) writes the same table, or its logstore.last properties were edited; give each job its own table",
+		t.name, b.Topic, b.Partition, pos, b.First, b.Last)
+}
+
+// dataFiles describes the stored files for the table's manifests, from
+// what the writer knows: path, rows, size and the partition its folder
+// names. Nothing is read back.
+func (t *Table) dataFiles(tbl *table.Table, written []sink.WrittenFile) ([]iceberg.DataFile, error) {
+	spec, schema := tbl.Spec(), tbl.Schema()
+	dfs := make([]iceberg.DataFile, 0, len(written))
+	for _, w := range written {
+		values, logical, err := partitionValues(w.Folder, spec, schema)
+		if err != nil {
+			return nil, fmt.Errorf("iceberg: table %s: %w", t.name, err)
+		}
+		bld, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentData, t.files.URL(w), iceberg.ParquetFile, values, logical, nil, w.Rows, w.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("iceberg: table %s: describing %s: %w", t.name, w.Key, err)
+		}
+		dfs = append(dfs, bld.Build())
+	}
+	return dfs, nil
+}
+
+// Position reads the table and says how far it holds topic/partition:
+// where a job that lost its group's offsets resumes.
+func (t *Table) Position(ctx context.Context, topic string, partition int) (Position, bool, error) {
+	tbl, err := t.cat.LoadTable(ctx, t.ident)
+	if err != nil {
+		return Position{}, false, fmt.Errorf("iceberg: loading table %s: %w", t.name, err)
+	}
+	p, ok := PositionOf(tbl, topic, partition)
+	return p, ok, nil
+}
+
+// refusePrefix turns away backfills and replays: they write beside the
+// main output for review, which a table has no room for.
+func refusePrefix(b *sink.Batch) error {
+	if b.Prefix == "" {
+		return nil
+	}
+	return fmt.Errorf("iceberg: the table sink does not take backfills or replays (they write under %q); run them with sinks.files only", b.Prefix)
+}
+
+// Close drops staged batches; committed ones are in the table.
+func (t *Table) Close() error {
+	err := t.files.Close()
+	if c, ok := t.cat.(interface{ Close() error }); ok {
+		err = errors.Join(err, c.Close())
+	}
+	return err
+}
+
+var (
+	_ sink.Stager     = (*Table)(nil)
+	_ sink.RowChecker = (*Table)(nil)
+)
