@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,16 +55,34 @@ func zoneLab(t *testing.T, args ...string) {
 }
 
 // needZoneLab fails unless the test runs as root, and brings the lab up
-// unless someone already has it up (then it is used and left up).
+// unless it is up already: its three brokers start once for the package's
+// zone-lab tests (about 20 s each time saved) and TestMain takes down what
+// a test brought up. A lab someone else had up is used and left up.
 func needZoneLab(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("the zone lab needs root for network namespaces and iptables (CI runs `make test` as root)")
 	}
 	if exec.Command("bash", filepath.Join("..", "..", "scripts", "zonelab.sh"), "status").Run() != nil {
-		t.Cleanup(func() { zoneLab(t, "down") })
 		zoneLab(t, "up")
+		zoneLabStarted = true
 	}
+}
+
+// zoneLabStarted says a test brought the zone lab up: TestMain takes it
+// down once every test ran.
+var zoneLabStarted bool
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if zoneLabStarted {
+		out, err := exec.Command("bash", filepath.Join("..", "..", "scripts", "zonelab.sh"), "down").CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "zonelab.sh down: %v\n%s", err, out)
+			code = max(code, 1)
+		}
+	}
+	os.Exit(code)
 }
 
 // readZoneLabResult reads DIR/result.json of a zonelab.sh run.
