@@ -11,7 +11,8 @@
 # budget) and records stamped in microseconds as milliseconds. pyarrow then
 # checks every good record once in the bucket and every bad one once in
 # _errors/, reads every file back with its page checksums, and no partition
-# may stand still longer than the longest fault plus 45 s. The reduced run
+# may stand still for more than 45 s while no fault is under way (faults one
+# after another add up). CHAOS_LOGS=dir keeps every member's log. The reduced run
 # is TestChaos in the integration tests. Run it as root: the tmpfs needs
 # mount (as another user the disk-full fault is left out).
 #   scripts/chaos/run.sh                 # 1,000,000 records, 30 faults, ~10 min
