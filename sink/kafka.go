@@ -12,6 +12,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/compress"
 
+	"github.com/logstore/logstore/internal/clock"
 	"github.com/logstore/logstore/internal/confkey"
 	"github.com/logstore/logstore/internal/kafka/producer"
 )
@@ -344,17 +345,29 @@ func keyBytes(v any) []byte {
 	return fmt.Append(nil, v)
 }
 
+// topicAppearsWithin is how long the start waits for an output topic the
+// brokers do not know yet.
+const topicAppearsWithin = 5 * time.Second
+
 // Preflight asks the output cluster for the topic's metadata; a missing
 // topic fails here rather than at the first batch (the producer does not
 // create topics).
 func (k *Kafka) Preflight(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if _, err := k.p.Partitions(ctx, k.cfg.Topic); err != nil {
-		if errors.Is(err, kafka.UnknownTopicOrPartition) {
+	// A topic created a moment ago may not be known to every broker yet
+	// (KRaft's metadata reaches them one by one): ask again for a while.
+	for deadline := time.Now().Add(topicAppearsWithin); ; {
+		_, err := k.p.Partitions(ctx, k.cfg.Topic)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, kafka.UnknownTopicOrPartition) {
+			return fmt.Errorf("kafka sink: reading metadata of topic %q from %v: %w", k.cfg.Topic, k.brokers, err)
+		}
+		if time.Now().After(deadline) || !clock.Sleep(ctx, 250*time.Millisecond) {
 			return fmt.Errorf("kafka sink: output topic %q does not exist on %v; create it or fix sinks.kafka.topic", k.cfg.Topic, k.brokers)
 		}
-		return fmt.Errorf("kafka sink: reading metadata of topic %q from %v: %w", k.cfg.Topic, k.brokers, err)
 	}
 	if k.ExactlyOnce() {
 		// Before the job reads where its partitions stand: a restarted

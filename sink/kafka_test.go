@@ -6,11 +6,14 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logstore/logstore/internal/kafka/producer"
 )
@@ -209,5 +212,55 @@ func TestKafkaPartitionerRackAwareWhenTheZoneMatched(t *testing.T) {
 		if got := cfg.partitioner(c.matched); got != c.want {
 			t.Errorf("partitioner %q, zone matched %v: %s, want %s", c.set, c.matched, got, c.want)
 		}
+	}
+}
+
+// TestKafkaPreflightWaitsForATopicJustCreated: a topic created a moment
+// before the job starts may not be known to every broker yet (KRaft's
+// metadata reaches the brokers one by one); the sink's start asks again
+// for a few seconds before it says the topic does not exist. Before, the
+// first answer without it failed the start (TestKafkaIntegrationKeylessRowsStayInTheMembersZone
+// failed so in CI, 0.2 s after creating its topic). A topic still missing
+// after that fails the start, naming the key.
+func TestKafkaPreflightWaitsForATopicJustCreated(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cfg := &KafkaOutputConfig{Topic: "late"}
+	cfg.setDefaults()
+	k, err := newKafka(cfg, c.ListenAddrs(), KafkaDeps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	go func() {
+		time.Sleep(time.Second)
+		req := kmsg.NewPtrCreateTopicsRequest()
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "late", 1, 1
+		req.Topics = append(req.Topics, rt)
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+		if err == nil {
+			_, _ = req.RequestWith(context.Background(), cl)
+			cl.Close()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := k.Preflight(ctx); err != nil {
+		t.Fatalf("a topic created 1 s into the start: %v", err)
+	}
+
+	missing := &KafkaOutputConfig{Topic: "never"}
+	missing.setDefaults()
+	m, err := newKafka(missing, c.ListenAddrs(), KafkaDeps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.Preflight(ctx); err == nil || !strings.Contains(err.Error(), "sinks.kafka.topic") {
+		t.Errorf("a topic that never comes: %v; want an error naming sinks.kafka.topic", err)
 	}
 }

@@ -39,6 +39,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	log := newLogger(cfg.Log, stderr)
+	releaseStartPages()
 	return runJob(ctx, cfg, mode, pipeline.Deps{Log: log}, stdout, stderr)
 }
 

@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/logstore/logstore/internal/testkit"
 )
 
 // icebergConfig is a job over topic into an Iceberg table: the SQLite
@@ -108,8 +106,7 @@ func TestE2EIcebergExactlyOnceThroughCrashes(t *testing.T) {
 	const n, partitions = 6000, 3
 	topic := e2eTopic(t, partitions)
 	produceLogs(t, topic, n, partitions, 0)
-	bucket := fmt.Sprintf("iceberg-%d", time.Now().UnixNano())
-	testkit.CreateBucket(t, bucket)
+	bucket := s3Env(t) // the S3 server's endpoint and credentials, for the job and pyiceberg
 	catalog := filepath.Join(t.TempDir(), "catalog.db")
 	// 2,000 records a partition in batches of 500: 12 commits in all.
 	cfg := icebergConfig(t, topic, catalog, bucket, 500)

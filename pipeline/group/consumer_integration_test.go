@@ -241,6 +241,9 @@ func TestConsumerProtocolStaticRestartKeepsAssignment(t *testing.T) {
 	start("a", "pod-0")
 	b := start("b", "pod-1")
 	before, _ := waitOwned(t, o, []string{"a", "b"}, 3, 60*time.Second)
+	// a may have held all six until b joined (a loaded machine starts a
+	// first): what it gave up then is not the restart's doing.
+	restart := time.Now()
 	b.stop(t)
 	time.Sleep(time.Second)
 	start("b-again", "pod-1")
@@ -252,7 +255,7 @@ func TestConsumerProtocolStaticRestartKeepsAssignment(t *testing.T) {
 	o.mu.Lock()
 	for p, ss := range o.spans {
 		for _, s := range ss {
-			if s.member == "a" {
+			if s.member == "a" && s.till.After(restart) {
 				t.Errorf("member a let go of partition %d during b's restart", p)
 			}
 		}
