@@ -187,30 +187,36 @@ const (
 // DefaultSpoolDir is where files are spooled when spool_dir is not set.
 func DefaultSpoolDir() string { return filepath.Join(os.TempDir(), "logstore-spool") }
 
+// dataFileDefaults fills the data files' knobs, which the files sink and
+// the table sink share.
+func dataFileDefaults(maxFile, target *int64, spool *string, parquet **ParquetConfig, s3 **S3Config, file **FileConfig) {
+	confkey.Default(maxFile, 512*mib)
+	confkey.Default(target, 128*mib)
+	confkey.Default(spool, DefaultSpoolDir())
+	if *parquet == nil {
+		*parquet = &ParquetConfig{}
+	}
+	(*parquet).setDefaults()
+	if *s3 == nil {
+		*s3 = &S3Config{}
+	}
+	(*s3).setDefaults()
+	if *file == nil {
+		*file = &FileConfig{}
+	}
+	if (*file).Fsync == nil {
+		(*file).Fsync = ptr(true)
+	}
+}
+
 // SetDefaults fills the zero fields.
 func (c *Config) SetDefaults() {
 	if f := c.Files; f != nil {
-		confkey.Default(&f.MaxFileBytes, 512*mib)
-		confkey.Default(&f.TargetFileBytes, 128*mib)
-		confkey.Default(&f.SpoolDir, DefaultSpoolDir())
+		dataFileDefaults(&f.MaxFileBytes, &f.TargetFileBytes, &f.SpoolDir, &f.Parquet, &f.S3, &f.File)
 		for i := range f.PartitionBy {
 			if f.PartitionBy[i].Name == "" {
 				f.PartitionBy[i].Name = f.PartitionBy[i].Column
 			}
-		}
-		if f.Parquet == nil {
-			f.Parquet = &ParquetConfig{}
-		}
-		f.Parquet.setDefaults()
-		if f.S3 == nil {
-			f.S3 = &S3Config{}
-		}
-		f.S3.setDefaults()
-		if f.File == nil {
-			f.File = &FileConfig{}
-		}
-		if f.File.Fsync == nil {
-			f.File.Fsync = ptr(true)
 		}
 	}
 	if k := c.Kafka; k != nil {

@@ -79,25 +79,9 @@ var TableFolderFormats = map[string]string{"year": "2006", "month": "2006-01", "
 func (c *IcebergConfig) setDefaults() {
 	confkey.Default(&c.Catalog.Type, "sql")
 	confkey.Default(&c.Catalog.Name, "logstore")
-	confkey.Default(&c.MaxFileBytes, 512*mib)
-	confkey.Default(&c.TargetFileBytes, 128*mib)
-	confkey.Default(&c.SpoolDir, DefaultSpoolDir())
+	dataFileDefaults(&c.MaxFileBytes, &c.TargetFileBytes, &c.SpoolDir, &c.Parquet, &c.S3, &c.File)
 	for i := range c.PartitionBy {
 		confkey.Default(&c.PartitionBy[i].Transform, "identity")
-	}
-	if c.Parquet == nil {
-		c.Parquet = &ParquetConfig{}
-	}
-	c.Parquet.setDefaults()
-	if c.S3 == nil {
-		c.S3 = &S3Config{}
-	}
-	c.S3.setDefaults()
-	if c.File == nil {
-		c.File = &FileConfig{}
-	}
-	if c.File.Fsync == nil {
-		c.File.Fsync = ptr(true)
 	}
 }
 
