@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Reads an Iceberg table the way a user's reader would (pyiceberg >= 0.12,
-through the SQL catalog on a SQLite file) and prints, as JSON, its schema's
-types, partition spec, snapshot count, the current snapshot's data files and
-every row (timestamps in ISO 8601, bytes in hex).
+through the SQL catalog on a SQLite file, or through a REST catalog) and
+prints, as JSON, its schema's types, partition spec, snapshot count, the
+current snapshot's data files and every row (timestamps in ISO 8601, bytes
+in hex).
 
-    read_iceberg.py --catalog FILE --name logstore --table logs.raw \
+    read_iceberg.py (--catalog FILE | --rest URI) --name logstore --table logs.raw \
         [--s3-endpoint http://127.0.0.1:7070 --s3-key K --s3-secret S] [--where FILTER]
 """
 import argparse
@@ -13,6 +14,7 @@ import datetime
 import json
 import sys
 
+from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.catalog.sql import SqlCatalog
 
 
@@ -28,7 +30,9 @@ def plain(v):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--catalog", required=True, help="the SQLite file")
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("--catalog", help="the SQL catalog's SQLite file")
+    where.add_argument("--rest", help="the REST catalog's URI")
     ap.add_argument("--name", default="logstore")
     ap.add_argument("--table", required=True)
     ap.add_argument("--s3-endpoint")
@@ -37,12 +41,13 @@ def main():
     ap.add_argument("--count-only", action="store_true")
     ap.add_argument("--where", default="True", help="a row filter, e.g. \"level = ''\"; files whose partition cannot match are skipped")
     a = ap.parse_args()
-    props = {"uri": "sqlite:///" + a.catalog}
+    props = {"uri": a.rest or "sqlite:///" + a.catalog}
     if a.s3_endpoint:
         props.update({"s3.endpoint": a.s3_endpoint, "s3.access-key-id": a.s3_key,
                       "s3.secret-access-key": a.s3_secret, "s3.region": "us-east-1",
                       "s3.force-virtual-addressing": "false"})
-    tbl = SqlCatalog(a.name, **props).load_table(a.table)
+    catalog = RestCatalog if a.rest else SqlCatalog
+    tbl = catalog(a.name, **props).load_table(a.table)
     arrow = tbl.scan(row_filter=a.where).to_arrow()
     out = {
         "types": {f.name: str(f.field_type) for f in tbl.schema().fields},

@@ -21,6 +21,10 @@ if ! "$venv/bin/python" -c 'import pyiceberg, sqlalchemy' 2>/dev/null; then
   "$venv/bin/pip" install --quiet --disable-pip-version-check 'pyiceberg[sql-sqlite,pyarrow]>=0.12'
 fi
 
+# The REST catalog test (TestE2EIcebergRESTCatalogExactlyOnce) runs Apache
+# Iceberg's REST catalog test server; Maven resolves its jars (about 60 MB).
+bash "$here/iceberg-rest.sh" install
+
 # The zone lab (scripts/zonelab.sh) counts cross-zone bytes with iptables.
 if ! command -v iptables >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "setup: iptables (the zone lab's byte counters) from Debian's packages"

@@ -75,11 +75,16 @@ type icebergRead struct {
 }
 
 // readIceberg reads the table with pyiceberg (scripts/read_iceberg.py), from
-// the catalog file and the S3 server, as a user's reader would.
+// the catalog (a SQLite file, or a REST catalog's http URI) and the S3
+// server, as a user's reader would.
 func readIceberg(t *testing.T, catalog, table string) icebergRead {
 	t.Helper()
 	python := pyarrowPython(t)
-	cmd := exec.Command(python, filepath.Join("..", "..", "scripts", "read_iceberg.py"), "--catalog", catalog, "--table", table,
+	kind := "--catalog"
+	if strings.HasPrefix(catalog, "http") {
+		kind = "--rest"
+	}
+	cmd := exec.Command(python, filepath.Join("..", "..", "scripts", "read_iceberg.py"), kind, catalog, "--table", table,
 		"--s3-endpoint", os.Getenv("AWS_ENDPOINT_URL_S3"), "--s3-key", os.Getenv("AWS_ACCESS_KEY_ID"), "--s3-secret", os.Getenv("AWS_SECRET_ACCESS_KEY"))
 	out, err := cmd.Output()
 	if err != nil {
@@ -96,22 +101,15 @@ func readIceberg(t *testing.T, catalog, table string) icebergRead {
 	return r
 }
 
-// TestE2EIcebergExactlyOnceThroughCrashes kills the job with SIGKILL after
-// a batch's data files are stored and before their commit, and after the
-// commit before the offset commit (a duplicate commit attempt, which the
-// table's positions answer), restarts it each time, and
-// reads the table with pyiceberg: every source record exactly once, with
-// the types the config gives.
-func TestE2EIcebergExactlyOnceThroughCrashes(t *testing.T) {
-	const n, partitions = 6000, 3
-	topic := e2eTopic(t, partitions)
-	produceLogs(t, topic, n, partitions, 0)
-	bucket := s3Env(t) // the S3 server's endpoint and credentials, for the job and pyiceberg
-	catalog := filepath.Join(t.TempDir(), "catalog.db")
-	// 2,000 records a partition in batches of 500: 12 commits in all.
-	cfg := icebergConfig(t, topic, catalog, bucket, 500)
+// killAndFinish runs the job once for each failpoint, each run killed with
+// SIGKILL there, then once to the end. After a kill past the commit the
+// restart finds the pending cut in the table (the table is the output's
+// resume record), or re-cuts it and finds the table holds it: some run must
+// say so.
+func killAndFinish(t *testing.T, cfg string, failpoints ...string) {
+	t.Helper()
 	var outs strings.Builder
-	for _, fp := range []string{"table-files-written:2", "table-committed:2", "table-files-written:3", "table-committed:3"} {
+	for _, fp := range failpoints {
 		start := time.Now()
 		st, out := runLogstore(t, cfg, "LOGSTORE_RACK=az-a", "LOGSTORE_FAILPOINT="+fp)
 		outs.WriteString(out)
@@ -126,15 +124,15 @@ func TestE2EIcebergExactlyOnceThroughCrashes(t *testing.T) {
 	if !st.Success() {
 		t.Fatalf("final run: %v\n%s", st, tail(out, 40))
 	}
-	// After a kill past the commit the restart finds the pending cut in the
-	// table (the table is the output's resume record), or re-cuts it and
-	// finds the table holds it.
 	if all := outs.String(); !strings.Contains(all, "the pending cut is in the output whole") && !strings.Contains(all, "the table holds this batch already") {
 		t.Error("no run met a batch the table held: the kills after the commit were not answered by the table")
 	}
+}
 
-	table := "logs." + strings.ReplaceAll(topic, "-", "_")
-	r := readIceberg(t, catalog, table)
+// checkEachRecordOnce: offsets 0..n/partitions-1 of every partition are in
+// the table once each, and nothing else is.
+func (r icebergRead) checkEachRecordOnce(t *testing.T, n, partitions int) {
+	t.Helper()
 	seen := map[[2]int64]int{}
 	for _, row := range r.Rows {
 		seen[[2]int64{int64(row.Partition), row.Offset}]++
@@ -149,6 +147,27 @@ func TestE2EIcebergExactlyOnceThroughCrashes(t *testing.T) {
 	if r.Count != n {
 		t.Errorf("the table has %d rows, want %d", r.Count, n)
 	}
+}
+
+// TestE2EIcebergExactlyOnceThroughCrashes kills the job with SIGKILL after
+// a batch's data files are stored and before their commit, and after the
+// commit before the offset commit (a duplicate commit attempt, which the
+// table's positions answer), restarts it each time, and
+// reads the table with pyiceberg: every source record exactly once, with
+// the types the config gives.
+func TestE2EIcebergExactlyOnceThroughCrashes(t *testing.T) {
+	const n, partitions = 6000, 3
+	topic := e2eTopic(t, partitions)
+	produceLogs(t, topic, n, partitions, 0)
+	bucket := s3Env(t) // the S3 server's endpoint and credentials, for the job and pyiceberg
+	catalog := filepath.Join(t.TempDir(), "catalog.db")
+	// 2,000 records a partition in batches of 500: 12 commits in all.
+	cfg := icebergConfig(t, topic, catalog, bucket, 500)
+	killAndFinish(t, cfg, "table-files-written:2", "table-committed:2", "table-files-written:3", "table-committed:3")
+
+	table := "logs." + strings.ReplaceAll(topic, "-", "_")
+	r := readIceberg(t, catalog, table)
+	r.checkEachRecordOnce(t, n, partitions)
 	want := map[string]string{"ts": "timestamptz", "level": "string", "status": "int", "latency_ms": "double", "labels": "map<string, string>", "kafka_offset": "long"}
 	for col, typ := range want {
 		if r.Types[col] != typ {
