@@ -1,6 +1,8 @@
 # The two commands a newcomer needs:
 #   make demo   run the job on an embedded three-zone Kafka (no setup) into
-#               ./logstore-demo/run-<time>/
+#               ./logstore-demo/run-<time>/; `make demo DEMO_FLAGS=--table`
+#               commits the rows to an Iceberg table too (SQLite catalog),
+#               in ./logstore-demo/run-<time>-table/
 #   make test   unit tests, then integration tests against a real three-rack
 #               Kafka cluster, an S3 server and an IMDS mock (installed and
 #               started by scripts/test.sh, stopped again afterwards)
@@ -15,6 +17,8 @@
 # fetches go1.26.11; with GOTOOLCHAIN=local (`go env -w`) the installed one
 # builds.
 GO ?= go
+# Flags of `logstore demo` (--records N, --table, ...).
+DEMO_FLAGS ?=
 
 .PHONY: build demo test unit bench zones clean
 
@@ -22,7 +26,7 @@ build:
 	$(GO) build -o bin/logstore ./cmd/logstore
 
 demo:
-	$(GO) run ./cmd/logstore demo
+	$(GO) run ./cmd/logstore demo $(DEMO_FLAGS)
 
 test:
 	bash scripts/test.sh

@@ -41,11 +41,12 @@ var demoZoneNames = []string{"az-a", "az-b", "az-c"}
 // time, so its offsets start at 0 again, and a run into the last one's
 // folder found its output's resume records done and read nothing.
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("demo", "[--records N] [--output URL]", stderr)
+	fs := newFlags("demo", "[--records N] [--output URL] [--table]", stderr)
 	records := fs.Int("records", 300_000, "log records to produce")
 	partitions := fs.Int("partitions", 6, "partitions of the demo topic")
 	output := fs.String("output", "logstore-demo", "where each run's folder goes: a folder, file:///path or s3://bucket/prefix (endpoint from AWS_ENDPOINT_URL_S3)")
 	badEvery := fs.Int("bad-every", 100, "make every N-th record malformed (0: none)")
+	table := fs.Bool("table", false, "also commit every batch to an Iceberg table (SQL catalog on a SQLite file) in a folder beside the run's")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -56,6 +57,18 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	loc, err := demoRunLocation(parent, time.Now())
 	if err != nil {
 		return err
+	}
+	conf := demoConfig
+	var tableDir string
+	if *table {
+		if loc.Scheme != "file" {
+			return usageError{"demo --table: the table's catalog is a local SQLite file; give --output a folder"}
+		}
+		tableDir = loc.Dir + "-table"
+		if err := os.MkdirAll(tableDir, 0o755); err != nil {
+			return fmt.Errorf("demo --table: %w", err)
+		}
+		conf = demoWithTable(conf, tableDir)
 	}
 	zones := &demoZones{zones: demoZoneNames}
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(len(zones.zones)), kfake.SeedTopics(int32(*partitions), "logs"), kfake.ListenFn(zones.listen))
@@ -80,7 +93,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		os.Setenv("LOGSTORE_DEMO_BROKERS", strings.Join(brokers, ","))
 		os.Setenv("LOGSTORE_DEMO_OUTPUT", loc.String())
 		os.Setenv("LOGSTORE_DEMO_ZONE", zone)
-		if cfg, err = pipeline.Parse("demo.yaml (embedded)", demoConfig); err != nil {
+		if cfg, err = pipeline.Parse("demo.yaml (embedded)", conf); err != nil {
 			return err
 		}
 		if log == nil {
@@ -107,12 +120,29 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	wg.Wait()
 	done()
 	writeDemoSummary(stdout, members, loc)
+	if tableDir != "" {
+		fmt.Fprintf(stdout, "  Iceberg table    logs.demo, catalog %s, data under %s; read it with scripts/read_iceberg.py --catalog %[1]s --table logs.demo\n",
+			filepath.Join(tableDir, "catalog.db"), filepath.Join(tableDir, "warehouse"))
+	}
 	return demoError(errs, loc)
 }
 
 // demoError is the members' errors, each told once. A demo stopped early
 // (Ctrl-C) cannot be continued as a job can: the next run starts a new
 // embedded Kafka and a new folder.
+// demoWithTable adds sinks.iceberg to the demo's job: table logs.demo,
+// hourly, its SQLite catalog and warehouse in dir (beside the run's folder,
+// so the run's Parquet count stays the files sink's own).
+func demoWithTable(conf []byte, dir string) []byte {
+	block := fmt.Sprintf(`sinks:
+  iceberg:
+    table: logs.demo
+    catalog: {type: sql, uri: %q, warehouse: %q}
+    partition_by: [{column: ts, transform: hour}]
+`, filepath.Join(dir, "catalog.db"), "file://"+filepath.Join(dir, "warehouse"))
+	return []byte(strings.Replace(string(conf), "sinks:\n", block, 1))
+}
+
 func demoError(errs []error, loc sink.Location) error {
 	var distinct []error
 	stopped := true
