@@ -67,18 +67,24 @@ install() {
 
 cmd_start() {
 	local t0
+	[[ ${ICEBERG_REST_WAREHOUSE:-} == s3://* ]] ||
+		die "set ICEBERG_REST_WAREHOUSE to s3://BUCKET/PREFIX on the S3 server (the bucket must exist)"
 	if pid_alive "$REST_PID" "$REST_MARKER"; then
+		local was
+		was=$(cat "$REST_STATE/warehouse" 2>/dev/null || true)
+		# New tables would go to the running server's warehouse, not this one.
+		[[ $was == "$ICEBERG_REST_WAREHOUSE" ]] ||
+			die "already running on $(uri) with warehouse $was; stop it first (scripts/iceberg-rest.sh stop)"
 		say "already running on $(uri)"
 		return 0
 	fi
-	[[ ${ICEBERG_REST_WAREHOUSE:-} == s3://* ]] ||
-		die "set ICEBERG_REST_WAREHOUSE to s3://BUCKET/PREFIX on the S3 server (the bucket must exist)"
 	port_open "$ICEBERG_REST_PORT" && die "port $ICEBERG_REST_PORT is taken by another process; set ICEBERG_REST_PORT"
 	install
 	# The S3 server's endpoint and credentials, for the server's S3FileIO.
 	eval "$(bash "$LOGSTORE_ROOT/scripts/s3-server.sh" env)"
 	mkdir -p "$REST_STATE"
 	echo "$ICEBERG_REST_PORT" >"$REST_STATE/port"
+	echo "$ICEBERG_REST_WAREHOUSE" >"$REST_STATE/warehouse"
 	t0=$(now_ms)
 	# The fixture reads its catalog's properties from CATALOG_* variables
 	# (CATALOG_A_B__C is a.b-c). env -i: nothing else of the caller's
@@ -113,7 +119,7 @@ cmd_stop() {
 		stop_pid "$pid" 10
 		was=1
 	done
-	rm -f "$REST_STATE/port"
+	rm -f "$REST_STATE/port" "$REST_STATE/warehouse"
 	if ((was)); then say "stopped"; else say "not running"; fi
 }
 
