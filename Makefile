@@ -1,7 +1,7 @@
 # The two commands a newcomer needs:
 #   make demo   run the job on an embedded three-zone Kafka (no setup) into
 #               ./logstore-demo/run-<time>/
-#   make test   unit tests, then integration tests against a real three-rack
+#   make test   unit and integration tests (one pass) against a real three-rack
 #               Kafka cluster, an S3 server and an IMDS mock (installed and
 #               started by scripts/test.sh, stopped again afterwards)
 #   make zones  (root) three zones in network namespaces: brokers and workers
