@@ -3,7 +3,7 @@
 #               ./logstore-demo/run-<time>/; `make demo DEMO_FLAGS=--table`
 #               commits the rows to an Iceberg table too (SQLite catalog),
 #               in ./logstore-demo/run-<time>-table/
-#   make test   unit tests, then integration tests against a real three-rack
+#   make test   unit and integration tests (one pass) against a real three-rack
 #               Kafka cluster, an S3 server and an IMDS mock (installed and
 #               started by scripts/test.sh, stopped again afterwards)
 #   make zones  (root) three zones in network namespaces: brokers and workers

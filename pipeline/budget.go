@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"container/list"
 	"context"
 	"sync"
 )
@@ -12,14 +13,26 @@ import (
 // go back when they are staged into the sinks or their batch is cut. A
 // spent budget pauses fetching: backpressure instead of a growing heap.
 type budget struct {
-	mu      sync.Mutex
-	size    int64
-	used    int64
-	changed chan struct{} // closed and replaced whenever used goes down
+	mu   sync.Mutex
+	size int64
+	used int64
+	// waiters are the acquires that did not fit, oldest first. A release
+	// hands bytes to those that fit now and wakes only them: with 600 idle
+	// partitions, each empty fetch's release woke every waiting worker
+	// (hundreds) to find most still do not fit, a third of an idle
+	// member's CPU.
+	waiters list.List // of *budgetWaiter
+}
+
+// budgetWaiter is one acquire waiting for n bytes; ready is closed once
+// they are its.
+type budgetWaiter struct {
+	n     int64
+	ready chan struct{}
 }
 
 func newBudget(size int64) *budget {
-	return &budget{size: size, changed: make(chan struct{})}
+	return &budget{size: size}
 }
 
 // clamp lets a single record larger than the whole budget through alone;
@@ -36,23 +49,49 @@ func (b *budget) tryAcquire(n int64) bool {
 	return true
 }
 
-// acquire waits until n fits (or nothing else is held, so one oversized
-// reservation cannot wait forever).
+// fits says n may be taken now: it fits, or nothing else is held, so one
+// oversized reservation cannot wait forever. Called with mu held.
+func (b *budget) fits(n int64) bool { return b.used+n <= b.size || b.used == 0 }
+
+// acquire waits until n fits.
 func (b *budget) acquire(ctx context.Context, n int64) error {
-	for {
-		b.mu.Lock()
-		if b.used+n <= b.size || b.used == 0 {
-			b.used += n
-			b.mu.Unlock()
-			return nil
-		}
-		changed := b.changed
+	b.mu.Lock()
+	if b.fits(n) {
+		b.used += n
 		b.mu.Unlock()
+		return nil
+	}
+	w := &budgetWaiter{n: n, ready: make(chan struct{})}
+	e := b.waiters.PushBack(w)
+	b.mu.Unlock()
+	select {
+	case <-w.ready:
+		return nil
+	case <-ctx.Done():
+		b.mu.Lock()
+		defer b.mu.Unlock()
 		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-changed:
+		case <-w.ready: // granted meanwhile: give it back
+			b.used -= n
+			b.grant()
+		default:
+			b.waiters.Remove(e)
 		}
+		return ctx.Err()
+	}
+}
+
+// grant hands bytes to every waiter that fits now, oldest first, as each
+// waiter used to take them when it woke. Called with mu held.
+func (b *budget) grant() {
+	for e := b.waiters.Front(); e != nil; {
+		next := e.Next()
+		if w := e.Value.(*budgetWaiter); b.fits(w.n) {
+			b.used += w.n
+			b.waiters.Remove(e)
+			close(w.ready)
+		}
+		e = next
 	}
 }
 
@@ -71,8 +110,7 @@ func (b *budget) release(n int64) {
 	}
 	b.mu.Lock()
 	b.used -= n
-	close(b.changed)
-	b.changed = make(chan struct{})
+	b.grant()
 	b.mu.Unlock()
 }
 

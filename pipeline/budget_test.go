@@ -94,3 +94,75 @@ func TestDeadLetterFloodDoesNotStallTheMember(t *testing.T) {
 		t.Errorf("%d bytes of the budget still held after the runs", shared.inUse())
 	}
 }
+
+// TestBudgetReleaseHandsBytesOnlyToWaitersThatFit: a release gives bytes
+// to the waiting acquires that fit now, oldest first, and leaves the
+// others asleep (it used to wake every waiter, hundreds with 600 idle
+// partitions, to find most did not fit); a waiter whose context ends
+// leaves the queue, and nothing it asked for stays taken.
+func TestBudgetReleaseHandsBytesOnlyToWaitersThatFit(t *testing.T) {
+	b := newBudget(10)
+	if err := b.acquire(context.Background(), 10); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	waiters := []struct {
+		name string
+		n    int64
+	}{{"six", 6}, {"four", 4}, {"eight", 8}}
+	done := map[string]chan error{}
+	for _, w := range waiters {
+		done[w.name] = make(chan error, 1)
+	}
+	for i, w := range waiters {
+		c, ch := context.Background(), done[w.name]
+		if w.name == "eight" {
+			c = ctx
+		}
+		go func() { ch <- b.acquire(c, w.n) }()
+		// Queued in this order: each waits before the next starts.
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			b.mu.Lock()
+			queued := b.waiters.Len()
+			b.mu.Unlock()
+			if queued == i+1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the acquire of %d did not queue", w.n)
+			}
+		}
+	}
+	returned := func(name string) bool {
+		select {
+		case err := <-done[name]:
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+			return true
+		case <-time.After(50 * time.Millisecond):
+			return false
+		}
+	}
+	b.release(5) // 5 held: four fits, six and eight do not
+	if !returned("four") || returned("six") || returned("eight") {
+		t.Fatal("after a release of 5: want only the acquire of 4 through")
+	}
+	cancel()
+	if err := <-done["eight"]; err == nil {
+		t.Error("the acquire of 8 returned nil after its context ended")
+	}
+	b.release(9) // nothing held: six goes through
+	if !returned("six") {
+		t.Fatal("after everything was released: the acquire of 6 still waits")
+	}
+	if got := b.inUse(); got != 6 {
+		t.Errorf("%d bytes in use, want 6 (the acquire of 6 only)", got)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.waiters.Len() != 0 {
+		t.Errorf("%d acquires still queued, want none", b.waiters.Len())
+	}
+}

@@ -5,7 +5,7 @@
 #   scripts/zonelab.sh once [RUN OPTIONS]      (up, run, down: `make zones`)
 #   scripts/zonelab.sh up | down | status
 #   scripts/zonelab.sh run [--records N] [--per-zone P] [--rf R] [--members Z,Z,...]
-#                          [--restart] [--produce] [--out DIR]
+#                          [--restart] [--produce] [--churn] [--group-protocol P] [--out DIR]
 #   scripts/zonelab.sh --compare [--records N]  (Spark, logstore, kafka-go side by side)
 #   scripts/zonelab.sh counters [--zero]
 #   scripts/zonelab.sh exec ZONE CMD...         (ZONE = az-a, az-b, az-c)
@@ -48,6 +48,11 @@
 # partitions. --produce turns the Kafka output on and measures the write
 # side (zone-local produce, beside Kafka's own ProducerPerformance; with
 # --restart, through the az-a broker's restart): see zonelab-produce.sh.
+# --churn streams while a fourth member joins, one restarts as a rolling
+# deploy does it and the fourth leaves, and gives bytes across zones per
+# event, with the group coordinator's share apart; --group-protocol
+# consumer runs the members on the next-generation protocol (KIP-848):
+# see zonelab-churn.sh.
 # Results: DIR/result.json (default $LOGSTORE_STATE/zonelab/runs/<time>).
 # --compare: see zonelab-compare.sh.
 #
@@ -62,6 +67,10 @@
 #   ZONELAB_RATE          records/s produced during a --restart run (2000)
 #   ZONELAB_AFTER         seconds a --restart run goes on once every replica
 #                         is in sync again (30)
+#   ZONELAB_CHURN_STEADY  seconds a --churn run streams before its first
+#                         event (20)
+#   ZONELAB_CHURN_SETTLE  seconds between its events (20)
+#   ZONELAB_CHURN_DOWN    seconds its restarted member stays down (5)
 #   ZONELAB_SYSTEMS       --compare: the runs to do, comma-separated, of
 #                         spark-no-rack, spark-az-a, spark-minpart, logstore,
 #                         kafka-go (all)
@@ -76,6 +85,8 @@ source "$LOGSTORE_ROOT/scripts/bench-lib.sh"
 source "$LOGSTORE_ROOT/scripts/zonelab-compare.sh"
 # shellcheck source=scripts/zonelab-produce.sh
 source "$LOGSTORE_ROOT/scripts/zonelab-produce.sh"
+# shellcheck source=scripts/zonelab-churn.sh
+source "$LOGSTORE_ROOT/scripts/zonelab-churn.sh"
 
 ZONES=(az-a az-b az-c)
 CORE=zl-core
@@ -342,6 +353,18 @@ leaders() {
 
 event() { echo "$1 $(now_ms)" >>"$DIR/events.txt"; }
 
+# start_sampling zeroes the counters, samples them every second into
+# $dir/samples.txt (sample_counters, one of the caller's helpers) and notes
+# the start.
+start_sampling() {
+	counters_zero
+	: >"$dir/samples.txt"
+	: >"$dir/events.txt"
+	sample_counters "$dir/samples.txt" &
+	helpers=$!
+	event start
+}
+
 # restart_az_a ISR_FILE: ZONELAB_RESTART_AT s from now the az-a broker stops
 # (controlled shutdown), ZONELAB_RESTART_FOR s after it is down it starts
 # again; returns once ISR_FILE (`labclient isr`'s samples) finds every
@@ -399,11 +422,13 @@ stop_input() {
 	records=$(sed -nE 's/^produced ([0-9]+) records.*/\1/p' "$1")
 }
 
-# wait_members LOG_DIR: waits for start_members' members; the caller's
-# failed becomes 1 if one failed (its log's end is shown).
+# wait_members LOG_DIR: waits for start_members' members (and a churn
+# run's); the caller's failed becomes 1 if one failed (its log's end is
+# shown).
 wait_members() {
 	local i
 	for i in "${!pids[@]}"; do
+		[[ -n ${pids[i]} ]] || continue # stopped already
 		wait "${pids[i]}" || {
 			warn "member $i (${zones[i]}) failed"
 			tail_logs "$1/member-$i-${zones[i]}.log"
@@ -414,7 +439,7 @@ wait_members() {
 }
 
 cmd_run() {
-	local records="" per_zone=4 rf=3 members=az-a,az-b,az-c restart=0 out="" produce_out=0
+	local records="" per_zone=4 rf=3 members=az-a,az-b,az-c restart=0 out="" produce_out=0 churn=0 protocol=classic
 	while (($#)); do
 		case $1 in
 		--records) records=$2 && shift ;;
@@ -423,13 +448,20 @@ cmd_run() {
 		--members) members=$2 && shift ;;
 		--restart) restart=1 ;;
 		--produce) produce_out=1 ;;
+		--churn) churn=1 ;;
+		--group-protocol) protocol=$2 && shift ;;
 		--out) out=$2 && shift ;;
 		*) die "run: unknown option '$1'" ;;
 		esac
 		shift
 	done
-	# A restart run produces until it is stopped; this is only its supply.
-	records=${records:-$((restart ? ZONELAB_RATE * 400 : 120000))}
+	[[ $protocol == classic || $protocol == consumer ]] || die "run: --group-protocol is classic or consumer, not '$protocol'"
+	((!churn || (!restart && !produce_out))) || die "run: --churn goes without --restart and --produce"
+	((!churn)) || [[ $members == az-a,az-b,az-c ]] || die "run: --churn runs its own members (one per zone, then a fourth in az-a)"
+	# A restart or churn run produces until it is stopped; this is only
+	# its supply.
+	local streaming=$((restart || churn))
+	records=${records:-$((streaming ? ZONELAB_RATE * 400 : 120000))}
 	kafka status >/dev/null 2>&1 || die "the lab is not up: $0 up"
 	DIR=${out:-$ZL_STATE/runs/$(date -u +%Y%m%dT%H%M%SZ)}
 	local dir=$DIR parts=$((per_zone * 3)) topic="zonelab-$(date -u +%H%M%S)-$$"
@@ -444,7 +476,7 @@ cmd_run() {
 	kafka_tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$(bootstrap)" \
 		--create --topic "$topic" --partitions "$parts" --replication-factor "$rf" >/dev/null
 	capture "$parts" "$records" "$dir"
-	((restart)) || produce "$topic" "$dir"
+	((streaming)) || produce "$topic" "$dir"
 	leaders "$topic" >"$dir/leaders.txt"
 	if ((produce_out)); then
 		run_produce "$dir" "$topic" "$records" "$parts" "$rf" "$restart" "$members"
@@ -455,6 +487,7 @@ cmd_run() {
 	"$dir/logstore" plan --topology "$dir/topology.json" --json >"$dir/plan.json"
 	# shellcheck disable=SC2016 # logstore expands it, per member
 	job_config "$dir/job.yaml" "$(bootstrap)" "$topic" "$topic" "$dir/out" '${LOGSTORE_RACK}'
+	[[ $protocol == classic ]] || sed -i "/^kafka:\$/a\\  group_protocol: $protocol" "$dir/job.yaml"
 
 	local -a pids=()
 	local helpers="" i
@@ -473,16 +506,12 @@ cmd_run() {
 	}
 	EXIT_HOOKS+=(stop_run)
 
-	counters_zero
-	: >"$dir/samples.txt"
-	: >"$dir/events.txt"
-	sample_counters "$dir/samples.txt" &
-	helpers=$!
-	event start
-	# --until now reads what is there; a restart run streams and is stopped
-	# (SIGTERM: flush, commit, leave) once the group has committed it all.
+	start_sampling
+	# --until now reads what is there; a restart or churn run streams and is
+	# stopped (SIGTERM: flush, commit, leave) once the group has committed
+	# it all.
 	local -a mode=(--until now)
-	((restart)) && mode=()
+	((streaming)) && mode=()
 	start_members "$dir/job.yaml" "$dir" "${mode[@]}"
 	if ((restart)); then
 		"$dir/labclient" isr -brokers "$(bootstrap)" -topic "$topic" >"$dir/isr.txt" 2>/dev/null &
@@ -497,6 +526,8 @@ cmd_run() {
 		"$dir/labclient" lag -brokers "$(bootstrap)" -topic "$topic" -group "$topic" -timeout 180s
 		event committed
 		for i in "${!pids[@]}"; do kill -TERM "${pids[i]}"; done
+	elif ((churn)); then
+		run_churn "$topic"
 	fi
 	local failed=0
 	wait_members "$dir"
@@ -510,7 +541,11 @@ cmd_run() {
 
 	"$ARROW_PY" "$LOGSTORE_ROOT/scripts/verify_dataset.py" "$dir/out" >"$dir/verify.json" ||
 		die "pyarrow could not read $dir/out"
-	report "$dir" "$records" "$parts" "$rf" "$restart" "$topic"
+	if ((churn)); then
+		report_churn "$dir" "$records" "$parts" "$rf" "$protocol" "$topic"
+	else
+		report "$dir" "$records" "$parts" "$rf" "$restart" "$topic"
+	fi
 	kafka_tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$(bootstrap)" \
 		--delete --topic "$topic" >/dev/null 2>&1 || true
 	unset 'EXIT_HOOKS[-1]'

@@ -35,6 +35,9 @@ func demoJobWithListener(t *testing.T, n int) (srv *httptest.Server, newJob func
 	t.Setenv("LOGSTORE_DEMO_BROKERS", strings.Join(cluster.ListenAddrs(), ","))
 	t.Setenv("LOGSTORE_DEMO_OUTPUT", filepath.Join(t.TempDir(), "out"))
 	t.Setenv("LOGSTORE_RACK", "")
+	// Set here, not left to whatever a demo test before it set: run alone,
+	// the test must find the embedded config whole.
+	t.Setenv("LOGSTORE_DEMO_ZONE", "az-a")
 	cfg, err := pipeline.Parse("demo.yaml (embedded)", demoConfig)
 	if err != nil {
 		t.Fatal(err)

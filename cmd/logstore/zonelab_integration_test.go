@@ -88,11 +88,17 @@ func TestMain(m *testing.M) {
 // readZoneLabResult reads DIR/result.json of a zonelab.sh run.
 func readZoneLabResult(t *testing.T, dir string) zoneLabResult {
 	t.Helper()
+	return readLabResult[zoneLabResult](t, dir)
+}
+
+// readLabResult reads DIR/result.json of a lab script's run as a T.
+func readLabResult[T any](t *testing.T, dir string) T {
+	t.Helper()
+	var r T
 	raw, err := os.ReadFile(filepath.Join(dir, "result.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r zoneLabResult
 	if err := json.Unmarshal(raw, &r); err != nil {
 		t.Fatal(err)
 	}
@@ -166,5 +172,62 @@ func TestZoneLabBrokerRestartLocalAgain(t *testing.T) {
 	}
 	if !r.ExactlyOnce {
 		t.Errorf("pyarrow did not find every record exactly once: %d rows of %d", r.Verify.Rows, r.Records)
+	}
+}
+
+// zoneLabChurnResult is the part of a `zonelab.sh run --churn` run's
+// result.json a test reads.
+type zoneLabChurnResult struct {
+	Records          int     `json:"records"`
+	KernelSame       int64   `json:"kernel_same"`
+	KernelCross      int64   `json:"kernel_cross"`
+	KernelCrossShare float64 `json:"kernel_cross_share"`
+	FromCoordinator  int64   `json:"kernel_cross_from_coordinator"`
+	Windows          []struct {
+		Window          string `json:"window"`
+		Same            int64  `json:"same"`
+		Cross           int64  `json:"cross"`
+		FromCoordinator int64  `json:"cross_from_coordinator"`
+	} `json:"windows"`
+	ExactlyOnce bool     `json:"exactly_once"`
+	Verify      verified `json:"verify"`
+}
+
+// TestZoneLabChurnStaysInZone: in the zone lab, while a fourth member
+// joins, one restarts as a rolling deploy does it and the fourth leaves,
+// at most 0.5 % of the bytes the brokers send into the zones cross a zone
+// (by the kernel), over the run and in each window but the drain's (the
+// steady one holds the members' start), on the classic protocol and on
+// the next-generation one (RF 3, follower fetching); every record exactly
+// once. About five minutes: run with ZONELAB_LONG=1 (BENCHMARKS.md has its
+// figures).
+func TestZoneLabChurnStaysInZone(t *testing.T) {
+	if os.Getenv("ZONELAB_LONG") == "" {
+		t.Skip("the zone lab's churn check: ZONELAB_LONG=1 runs it (BENCHMARKS.md has its figures)")
+	}
+	needZoneLab(t)
+	for _, protocol := range []string{"classic", "consumer"} {
+		t.Run(protocol, func(t *testing.T) {
+			dir := t.TempDir()
+			zoneLab(t, "run", "--churn", "--group-protocol", protocol, "--out", dir)
+			r := readLabResult[zoneLabChurnResult](t, dir)
+			if r.KernelCrossShare > 0.005 {
+				t.Errorf("the kernel counted %d of %d bytes (%.3f %%) crossing zones, %d of them from the group coordinator's broker; want at most 0.5 %%",
+					r.KernelCross, r.KernelSame+r.KernelCross, 100*r.KernelCrossShare, r.FromCoordinator)
+			}
+			for _, w := range r.Windows {
+				// After the producer stopped there is little to read: the
+				// group's leave and commits are most of the bytes then.
+				if w.Window == "drain and stop" {
+					continue
+				}
+				if total := w.Same + w.Cross; total == 0 || float64(w.Cross) > 0.005*float64(total) {
+					t.Errorf("window %s: %d of %d bytes crossed zones (%d from the coordinator's broker); want at most 0.5 %%", w.Window, w.Cross, total, w.FromCoordinator)
+				}
+			}
+			if !r.ExactlyOnce {
+				t.Errorf("pyarrow did not find every record exactly once: %d rows of %d", r.Verify.Rows, r.Records)
+			}
+		})
 	}
 }

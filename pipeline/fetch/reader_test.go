@@ -174,18 +174,20 @@ func TestReaderStartsAtFirstOrLastOffset(t *testing.T) {
 	wantValues(t, readTo(t, last, 12), "v10", "v11")
 }
 
+// everyCodec is every compression a record batch may have.
+var everyCodec = []struct {
+	name  string
+	codec kgo.CompressionCodec
+}{
+	{"none", kgo.NoCompression()},
+	{"gzip", kgo.GzipCompression()},
+	{"snappy", kgo.SnappyCompression()},
+	{"lz4", kgo.Lz4Compression()},
+	{"zstd", kgo.ZstdCompression()},
+}
+
 func TestReaderDecodesEveryCodec(t *testing.T) {
-	codecs := []struct {
-		name  string
-		codec kgo.CompressionCodec
-	}{
-		{"none", kgo.NoCompression()},
-		{"gzip", kgo.GzipCompression()},
-		{"snappy", kgo.SnappyCompression()},
-		{"lz4", kgo.Lz4Compression()},
-		{"zstd", kgo.ZstdCompression()},
-	}
-	for _, tc := range codecs {
+	for _, tc := range everyCodec {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newFake(t, kfake.SeedTopics(1, testTopic))
 			opts := []kgo.Opt{kgo.ProducerBatchCompression(tc.codec)}

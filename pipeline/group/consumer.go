@@ -129,7 +129,6 @@ func (m *ConsumerMember) Run(ctx context.Context, h Handler) error {
 	interval := 5 * time.Second // until the coordinator says
 	backoff := retryBackoff
 	lastOK := time.Now()
-	var unreleasedSince time.Time
 	for {
 		if ctx.Err() != nil {
 			return m.stop(h, owned, epoch)
@@ -150,19 +149,12 @@ func (m *ConsumerMember) Run(ctx context.Context, h Handler) error {
 			owned, epoch = Assignment{}, epochJoin
 			continue
 		case errors.Is(err, errUnreleasedInstanceID):
-			// The instance id is still held: by a twin, or by this pod's
-			// predecessor that stopped without saying it would be back.
-			// The broker lets it go after its session timeout; a twin
-			// never does.
-			if unreleasedSince.IsZero() {
-				unreleasedSince = time.Now()
-			}
-			if time.Since(unreleasedSince) > unreleasedWait {
-				h.Lose(owned)
-				return fmt.Errorf("%w: ConsumerGroupHeartbeat answered UNRELEASED_INSTANCE_ID for kafka.group_instance_id %q in group %s for %s: another process runs with this instance id "+
-					"(give each pod its own, ${POD_NAME} on a StatefulSet)", ErrFencedInstance, m.cfg.InstanceID, m.cfg.Group, unreleasedWait)
-			}
-			m.log.Warn("the group instance id is still held by another member; joining again", "instance", m.cfg.InstanceID, "err", err, "backoff", backoff)
+			// The coordinator keeps the member that holds the instance id
+			// and refuses the newcomer (KIP-848; the Java consumer stops
+			// too). Asking again would only wait for the holder's session
+			// to end, and a twin's never does.
+			h.Lose(owned)
+			return m.unreleased(err)
 		case fatalConsumerError(err):
 			h.Lose(owned)
 			return m.refusalConsumer(err)
@@ -179,7 +171,7 @@ func (m *ConsumerMember) Run(ctx context.Context, h Handler) error {
 			backoff = min(2*backoff, maxRetryBackoff)
 			continue
 		}
-		backoff, lastOK, unreleasedSince = retryBackoff, time.Now(), time.Time{}
+		backoff, lastOK = retryBackoff, time.Now()
 		epoch = ans.Epoch
 		m.setEpoch(epoch)
 		if ans.HeartbeatIntervalMS > 0 {
@@ -205,15 +197,19 @@ func (m *ConsumerMember) Run(ctx context.Context, h Handler) error {
 	}
 }
 
-// Waits of the next-generation member. consumerSessionTimeout is the
-// broker's default group.consumer.session.timeout.ms: past it without an
-// answer the member counts its partitions as lost. unreleasedWait is how
-// long an instance id may stay held before the member takes it for a
-// twin's: the session timeout and then some.
-const (
-	consumerSessionTimeout = 45 * time.Second
-	unreleasedWait         = consumerSessionTimeout + 15*time.Second
-)
+// consumerSessionTimeout is the broker's default
+// group.consumer.session.timeout.ms: past it without an answer the member
+// counts its partitions as lost.
+const consumerSessionTimeout = 45 * time.Second
+
+// unreleased is the end of a member whose instance id another member
+// holds: a twin, or this pod's predecessor that died without leaving
+// (SIGKILL, OOM), which the broker drops at its session timeout.
+func (m *ConsumerMember) unreleased(err error) error {
+	return fmt.Errorf("%w: group %s refused kafka.group_instance_id %q (%w): a running member holds it. Give each pod its own id (${POD_NAME} on a StatefulSet); "+
+		"if this pod's previous process died without stopping, the broker releases the id after group.consumer.session.timeout.ms (45s by default) and a restart then joins",
+		ErrFencedInstance, m.cfg.Group, m.cfg.InstanceID, err)
+}
 
 // reconcile moves from owned to target: stop what left (committed while
 // still owned), start what came. It says whether anything changed.

@@ -9,9 +9,11 @@ package group
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -262,4 +264,41 @@ func TestConsumerProtocolStaticRestartKeepsAssignment(t *testing.T) {
 	}
 	o.mu.Unlock()
 	o.checkOneOwner(t)
+}
+
+// TestConsumerProtocolStaticTwinStopsAtOnce: on the next-generation
+// protocol a second process that joins with a running member's
+// kafka.group_instance_id is refused by the coordinator with
+// UNRELEASED_INSTANCE_ID (the broker keeps the member holding the id).
+// The twin must stop at once with ErrFencedInstance naming the key; it
+// went on asking for a minute before. The member that runs keeps every
+// partition throughout.
+func TestConsumerProtocolStaticTwinStopsAtOnce(t *testing.T) {
+	o, cfg := consumerGroupOn(t, 4)
+	cfg.InstanceID = "pod-0"
+	startConsumer(t, cfg, o, "a")
+	waitOwned(t, o, []string{"a"}, 4, 60*time.Second)
+	joined := time.Now()
+	twin := startConsumer(t, cfg, o, "twin")
+	var err error
+	select {
+	case err = <-twin.done:
+		twin.stopped.Do(func() {})
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the twin still runs %v after it joined with a running member's instance id", time.Since(joined).Round(time.Second))
+	}
+	t.Logf("the twin stopped %v after it started: %v", time.Since(joined).Round(time.Millisecond), err)
+	if !errors.Is(err, ErrFencedInstance) || !strings.Contains(err.Error(), "kafka.group_instance_id") {
+		t.Errorf("the twin ended with %v; want ErrFencedInstance naming kafka.group_instance_id", err)
+	}
+	if got := o.owned(); len(got["a"]) != 4 || len(got["twin"]) != 0 {
+		t.Errorf("after the twin stopped: %v; want a holding all 4 partitions", got)
+	}
+	o.mu.Lock()
+	for p, ss := range o.spans {
+		for _, s := range ss {
+			t.Errorf("partition %d changed hands during the twin's attempt: %s held it %v–%v", p, s.member, s.from.Format("15:04:05.000"), s.till.Format("15:04:05.000"))
+		}
+	}
+	o.mu.Unlock()
 }

@@ -35,7 +35,11 @@
 // assignment back with no rebalance: the coordinator replaces the member
 // and answers its SyncGroup from the stored assignment. A second process
 // joining with the same id fences the first, which stops with
-// ErrFencedInstance.
+// ErrFencedInstance. The next-generation coordinator does the opposite: it
+// keeps the member that holds the id and refuses the newcomer
+// (UNRELEASED_INSTANCE_ID), which stops at once with ErrFencedInstance, as
+// the Java consumer does; so does a restart whose predecessor died without
+// leaving, until the broker's session timeout drops it.
 //
 // Errors a member meets: UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION (at join,
 // sync or heartbeat) mean the group went on without it: its partitions are

@@ -81,9 +81,10 @@ type Handler interface {
 }
 
 // ErrFencedInstance is the end of a static member whose instance id
-// another process took (FENCED_INSTANCE_ID): two members run with one
+// another process took (FENCED_INSTANCE_ID) or, on the next-generation
+// protocol, holds (UNRELEASED_INSTANCE_ID): two members run with one
 // kafka.group_instance_id.
-var ErrFencedInstance = errors.New("fenced: another member joined with this member's group instance id")
+var ErrFencedInstance = errors.New("fenced: another member runs with this member's group instance id")
 
 // errLost says the group no longer counts this member (UNKNOWN_MEMBER_ID,
 // ILLEGAL_GENERATION): its partitions are someone else's.
