@@ -36,6 +36,7 @@ type partitionSet struct {
 	fatal   error
 	// finishedAll: --until now, and every partition reached its end.
 	finishedAll bool
+	awaiting    bool // awaitGroup runs
 	wg          sync.WaitGroup
 }
 
@@ -231,8 +232,9 @@ func (s *partitionSet) markReached(tp topicPartition) {
 	s.checkFinished(owned)
 }
 
-// checkFinished ends an --until now run once every partition the member
-// owns reached its end offset.
+// checkFinished starts the end of an --until now run once every partition
+// the member owns reached its end offset: the run ends when the group's
+// other partitions are done too (awaitGroup).
 func (s *partitionSet) checkFinished(owned group.Assignment) {
 	if s.targets == nil {
 		return
@@ -246,8 +248,14 @@ func (s *partitionSet) checkFinished(owned group.Assignment) {
 			}
 		}
 	}
-	s.finishedAll = true
-	s.done()
+	if !s.awaiting {
+		s.awaiting = true
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.awaitGroup()
+		}()
+	}
 }
 
 func (s *partitionSet) finished() bool {

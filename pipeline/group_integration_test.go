@@ -634,12 +634,13 @@ func TestGroupReadsZoneLocally(t *testing.T) {
 }
 
 // TestGroupUntilNowEndsAfterAMemberLeft: with --until now, a member that
-// reaches its end offsets leaves the group, and the others are given its
-// partitions, already read to the end. They must still end once their own
-// partitions are done, without rebalancing over and over.
+// reaches its end offsets first stays in the group until the others have
+// read theirs (a member that left at its own share could leave a dead
+// member's partitions unread). Every member must end once the group is
+// done, without rebalancing over and over.
 func TestGroupUntilNowEndsAfterAMemberLeft(t *testing.T) {
-	// az-a and az-c read at 1,500 records/s, so az-b ends seconds before
-	// them and its partitions move while they still read theirs.
+	// az-a and az-c read at 1,500 records/s, so az-b is done seconds before
+	// them and waits.
 	ms, _ := runUntilNow(t, 1000, 4, map[string]int{"az-a": 1500, "az-c": 1500})
 	for _, m := range ms {
 		snap := m.job.FetchStats().Snapshot()

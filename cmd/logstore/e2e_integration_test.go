@@ -614,9 +614,10 @@ func (m *boundedMember) waitFor(t *testing.T, what string, match func(string) bo
 // TestE2EMembersJoinMidRunExactlyOnce: one member reads alone, a second
 // joins once the first holds open batches in every partition, a third joins
 // later and the second leaves: each rebalance stops workers that flush what
-// they hold while the next owner starts. A bounded member ends once its own
-// partitions reach their end, so the leaver's may be left: the run the
-// leaver's exit code 3 asks for finishes them. Every record once.
+// they hold while the next owner starts. A bounded member ends once the
+// group has read every partition to its end, so the others take over the
+// leaver's; the run its exit code 3 asks for finds nothing left to do.
+// Every record once.
 func TestE2EMembersJoinMidRunExactlyOnce(t *testing.T) {
 	const n, partitions, badEvery = 240_000, 12, 100
 	topic := e2eTopic(t, partitions)
