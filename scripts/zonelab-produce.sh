@@ -103,11 +103,17 @@ run_produce() {
 for i, l in enumerate(open(sys.argv[1])):
     if i == 20000: break
     print(json.loads(l)["value"])' "$dir/capture.jsonl" >"$dir/payloads.txt"
-		produce_phase_logstore logstore-read-only none
-		produce_phase_logstore logstore-rack-aware rack-aware
-		produce_phase_logstore logstore-sticky sticky
-		produce_phase_perf perf-rack-aware true
-		produce_phase_perf perf-rack-blind false
+		local phase
+		for phase in ${ZONELAB_PRODUCE_PHASES//,/ }; do
+			case $phase in
+			logstore-read-only) produce_phase_logstore "$phase" none ;;
+			logstore-rack-aware) produce_phase_logstore "$phase" rack-aware ;;
+			logstore-sticky) produce_phase_logstore "$phase" sticky ;;
+			perf-rack-aware) produce_phase_perf "$phase" true ;;
+			perf-rack-blind) produce_phase_perf "$phase" false ;;
+			*) die "ZONELAB_PRODUCE_PHASES: no phase $phase" ;;
+			esac
+		done
 	fi
 	stop_produce
 	unset 'EXIT_HOOKS[-1]'
@@ -237,7 +243,7 @@ produce_phase_perf() {
 # report_produce DIR RECORDS PARTITIONS RF RESTART INPUT: the tables, and
 # DIR/result.json.
 report_produce() {
-	"$ARROW_PY" - "$@" "$PRODUCE_CROSS_BPS" <<-'PY'
+	"$ARROW_PY" - "$@" "$PRODUCE_CROSS_BPS" "$ZONELAB_PRODUCE_PHASES" <<-'PY'
 		import json, os, re, sys
 		sys.path.insert(0, os.path.join(os.environ["LOGSTORE_ROOT"], "scripts"))
 		import zonelab_samples
@@ -304,7 +310,7 @@ report_produce() {
 		    print(f"| all zones | | | | {res['kernel_same']:,} | {res['kernel_cross']:,} | {100 * res['kernel_cross_share']:.3f} % |" + (" | | | |" if lsm else ""))
 
 		result = {"records": n, "partitions": parts, "rf": rf, "topic": topic, "phases": {}}
-		names = ["restart"] if restart else ["logstore-read-only", "logstore-rack-aware", "logstore-sticky", "perf-rack-aware", "perf-rack-blind"]
+		names = ["restart"] if restart else sys.argv[8].split(",")
 		for name in names:
 		    res = phase(name)
 		    result["phases"][name] = res

@@ -71,6 +71,9 @@
 #                         event (20)
 #   ZONELAB_CHURN_SETTLE  seconds between its events (20)
 #   ZONELAB_CHURN_DOWN    seconds its restarted member stays down (5)
+#   ZONELAB_PRODUCE_PHASES  --produce: the phases to run, comma-separated,
+#                         logstore-read-only first (the baseline); all five
+#                         by default (see zonelab-produce.sh)
 #   ZONELAB_SYSTEMS       --compare: the runs to do, comma-separated, of
 #                         spark-no-rack, spark-az-a, spark-minpart, logstore,
 #                         kafka-go (all)
@@ -96,6 +99,8 @@ ZONELAB_RESTART_AT="${ZONELAB_RESTART_AT:-12}"
 ZONELAB_RESTART_FOR="${ZONELAB_RESTART_FOR:-10}"
 ZONELAB_RATE="${ZONELAB_RATE:-2000}"
 ZONELAB_AFTER="${ZONELAB_AFTER:-30}"
+ZONELAB_PRODUCE_PHASES="${ZONELAB_PRODUCE_PHASES:-logstore-read-only,logstore-rack-aware,logstore-sticky,perf-rack-aware,perf-rack-blind}"
+[[ $ZONELAB_PRODUCE_PHASES == logstore-read-only* ]] || die "ZONELAB_PRODUCE_PHASES must start with logstore-read-only (the baseline the others are net of)"
 # pyarrow, from scripts/setup.sh (the bench venv is only for --compare).
 ARROW_PY="$LOGSTORE_CACHE/venv/bin/python"
 
