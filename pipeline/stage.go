@@ -203,7 +203,10 @@ func (w *worker) makeRoom(ctx context.Context, n int64, fetched bool) error {
 			return err
 		}
 	}
-	if staged && fetched {
+	// A fetched record's bytes are in memory already; waiting for them
+	// with nothing of the batch left to give back (a batch just cut, or
+	// sinks that cannot stage) waited for the worker's own fetch.
+	if fetched && (staged || b.bytes == 0) {
 		if !w.budget.tryAcquire(n) {
 			w.budget.force(n)
 		}
