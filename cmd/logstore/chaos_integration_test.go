@@ -518,7 +518,10 @@ func withGroupStopped(t *testing.T, group string, members []*chaosMember, failpo
 		}
 		m.startAt(fp)
 	}
-	t.Logf("group %s: %s; back with failpoints %v", group, what, fps)
+	if len(fps) > 0 {
+		what += "; back with failpoints " + strings.Join(fps, ", ")
+	}
+	t.Logf("group %s: %s", group, what)
 }
 
 // chaosFailpoints are the steps of the exactly-once protocols a member is
