@@ -118,6 +118,11 @@ func TestWorkerWhoseSinksCannotStageTakesAFetchBiggerThanTheBudget(t *testing.T)
 	if !w.reached || last != (commitCall{3000, ""}) {
 		t.Errorf("the worker stood still: reached %v, last commit %+v, batches %v", w.reached, last, s.batches)
 	}
+	// Nor is a batch cut at every record for a budget the fetch spent:
+	// a batch per record made the members crawl at 3 records/s.
+	if len(s.batches) > 300 {
+		t.Errorf("%d batches of 3000 records: cut at every few records for the fetch's bytes", len(s.batches))
+	}
 	if w.budget.inUse() != 0 {
 		t.Errorf("%d bytes of the budget still held after the run", w.budget.inUse())
 	}
