@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -52,7 +53,24 @@ type kafkaDeadLetters struct {
 	topic string
 	stats *Stats       // nil: not counted
 	log   *slog.Logger // nil: slog.Default()
+
+	mu sync.Mutex
+	// restamp holds the letters the topic refused for their record
+	// timestamp (see restamped), by source position.
+	restamp map[letterAt]bool
 }
+
+// letterAt is a dead letter's source position.
+type letterAt struct {
+	topic     string
+	partition int
+	offset    int64
+}
+
+// headerTimestamp is a dead letter's own record timestamp (Unix ms) when
+// the dead-letter topic refused it and the letter carries the time it was
+// written instead.
+const headerTimestamp = "logstore.timestamp"
 
 // newKafkaDeadLetters produces to topic on the input cluster; keyless
 // letters go to partitions led in rack when inZone (produced counts the
@@ -78,18 +96,22 @@ func (k *kafkaDeadLetters) writeDeadLetters(ctx context.Context, b *deadBatch) e
 	recs := make([]producer.Record, len(b.Letters))
 	for i, dl := range b.Letters {
 		r := &dl.Record
-		headers := make([]producer.Header, 0, len(r.Headers)+4)
+		headers := make([]producer.Header, 0, len(r.Headers)+5)
 		for _, h := range r.Headers {
 			headers = append(headers, producer.Header{Key: h.Key, Value: h.Value})
 		}
 		headers = append(headers, letterHeaders(dl)...)
-		recs[i] = producer.Record{Key: r.Key, Value: r.Value, Headers: headers, Time: r.Time}
+		at, headers := k.restamped(dl, headers)
+		recs[i] = producer.Record{Key: r.Key, Value: r.Value, Headers: headers, Time: at}
 	}
 	err := k.p.Produce(ctx, k.topic, recs)
 	if err == nil {
 		return nil
 	}
 	var perr *producer.Error
+	if errors.Is(err, kafka.InvalidTimestamp) && errors.As(err, &perr) {
+		return k.writeRestamped(ctx, b, perr)
+	}
 	if !tooLarge(err) || !errors.As(err, &perr) {
 		return fmt.Errorf("dead-letter topic %s: %w", k.topic, err)
 	}
@@ -99,6 +121,62 @@ func (k *kafkaDeadLetters) writeDeadLetters(ctx context.Context, b *deadBatch) e
 		if err := k.writeCut(ctx, &b.Letters[re.Index], re.Err); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// restamped is the record time of a dead letter, and its headers: its
+// own timestamp, unless the topic refused that (a producer's clock or
+// unit gone wrong, past message.timestamp.after.max.ms or before.max.ms;
+// Kafka 4 takes an hour ahead at most), then the time of writing, with
+// its own in the header logstore.timestamp.
+func (k *kafkaDeadLetters) restamped(dl RejectedRecord, headers []producer.Header) (time.Time, []producer.Header) {
+	r := &dl.Record
+	k.mu.Lock()
+	refused := k.restamp[letterAt{r.Topic, r.Partition, r.Offset}]
+	k.mu.Unlock()
+	if !refused {
+		return r.Time, headers
+	}
+	return time.Time{}, append(headers, producer.Header{Key: headerTimestamp, Value: strconv.AppendInt(nil, r.Time.UnixMilli(), 10)})
+}
+
+// writeRestamped answers a produce the topic refused for a record
+// timestamp: the refused letters are remembered, and written again with
+// the time of writing (the others were written). Inside a transaction
+// the produce fails, as the transaction must be aborted; the caller
+// writes it again whole, and the letters go restamped from the start.
+// Holding the partition instead would hold it forever.
+func (k *kafkaDeadLetters) writeRestamped(ctx context.Context, b *deadBatch, perr *producer.Error) error {
+	again := &deadBatch{Topic: b.Topic, Partition: b.Partition, First: b.First, Last: b.Last, Prefix: b.Prefix}
+	k.mu.Lock()
+	if k.restamp == nil {
+		k.restamp = map[letterAt]bool{}
+	}
+	fresh := 0
+	for _, re := range perr.Records {
+		dl := b.Letters[re.Index]
+		at := letterAt{dl.Record.Topic, dl.Record.Partition, dl.Record.Offset}
+		if !k.restamp[at] {
+			k.restamp[at] = true
+			fresh++
+		}
+		again.Letters = append(again.Letters, dl)
+	}
+	k.mu.Unlock()
+	if fresh == 0 {
+		// Refused with the time of writing too: the brokers' clocks are
+		// off, and only retrying can help.
+		return fmt.Errorf("dead-letter topic %s: %w", k.topic, perr)
+	}
+	log := k.log
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Warn("the dead-letter topic refused letters for their record timestamp; writing them with the time of writing, their own in the header "+headerTimestamp,
+		"dead_letter_topic", k.topic, "topic", b.Topic, "partition", b.Partition, "letters", len(again.Letters), "err", perr)
+	if err := k.writeDeadLetters(ctx, again); err != nil {
+		return fmt.Errorf("dead-letter topic %s: %w", k.topic, err)
 	}
 	return nil
 }
@@ -136,8 +214,8 @@ func (k *kafkaDeadLetters) writeCut(ctx context.Context, dl *RejectedRecord, err
 		if !tooLarge(err) {
 			break
 		}
-		cut := producer.Record{Value: r.Value[:min(keep, len(r.Value))], Time: r.Time,
-			Headers: append([]producer.Header{{Key: headerTruncated, Value: []byte(strconv.Itoa(len(r.Value)))}}, letterHeaders(*dl)...)}
+		at, headers := k.restamped(*dl, append([]producer.Header{{Key: headerTruncated, Value: []byte(strconv.Itoa(len(r.Value)))}}, letterHeaders(*dl)...))
+		cut := producer.Record{Value: r.Value[:min(keep, len(r.Value))], Time: at, Headers: headers}
 		if err = k.p.Produce(ctx, k.topic, []producer.Record{cut}); err == nil && k.stats != nil {
 			k.stats.TruncatedLetters.Add(1)
 		}

@@ -161,6 +161,9 @@ func (j *Job) resumed(ctx context.Context, topic string, partition int, group po
 		return nil, err
 	}
 	if pos == group {
+		if ok && out.Mark != "" && group.Offset > out.Last {
+			return nil, j.settleResume(ctx, out)
+		}
 		return nil, nil
 	}
 	log := j.log.With("topic", topic, "partition", partition, "group_offset", group.Offset, "group_cut", group.Cut, "output_next", out.Next, "output_written", out.Written)
@@ -170,6 +173,22 @@ func (j *Job) resumed(ctx context.Context, topic string, partition int, group po
 		log.Info("the pending cut is in the output whole; continuing after it")
 	}
 	return &pos, nil
+}
+
+// settleResume rewrites a pending resume record the group is past as
+// written: the group commits a batch's next only once every sink holds
+// it (with exactly_once, in the transaction that wrote it), so a record
+// still pending was cut short between that commit and the record (a kill
+// after EndTxn). Left pending, it would have the batch cut and written
+// again once the group's offsets are lost, and a second transaction
+// produce its rows twice.
+func (j *Job) settleResume(ctx context.Context, out resumeRecord) error {
+	out.Next, out.Mark, out.Written = out.Last+1, "", time.Now().UTC()
+	if err := j.resume.saveResume(ctx, out); err != nil {
+		return fmt.Errorf("settling the resume record of %s/%d (the group is past its pending cut): %w", out.Topic, out.Partition, err)
+	}
+	j.log.Info("the resume record's pending cut is committed; recorded as written", "topic", out.Topic, "partition", out.Partition, "last", out.Last)
+	return nil
 }
 
 // otherTopic says a position recorded for topic id was for another topic

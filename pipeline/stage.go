@@ -196,14 +196,26 @@ func (w *worker) makeRoom(ctx context.Context, n int64, fetched bool) error {
 		return nil
 	}
 	b := &w.batch
-	hoarding := !staged || !fetched || b.deadBytes >= w.stageChunk()
+	// What staging cannot give back: the dead letters, or the whole batch
+	// when the sinks cannot stage (exactly_once). For a record already
+	// fetched it is cut only once it holds a stage chunk (or half the
+	// budget): a budget spent by fetches (records decompressed) or by
+	// other partitions would cut a batch at every record.
+	held, chunk := b.deadBytes, w.stageChunk()
+	if !staged {
+		held, chunk = b.bytes, min(chunk, w.budget.size/2)
+	}
+	hoarding := !fetched || held >= chunk
 	if hoarding && w.cut < 0 && w.next > b.first && b.bytes > 0 {
 		w.stats.BudgetCuts.Add(1)
 		if err := w.flush(ctx, w.next-1); err != nil {
 			return err
 		}
 	}
-	if staged && fetched {
+	// A fetched record's bytes are in memory already: waiting for them
+	// could be for the worker's own fetch (with sinks that cannot stage,
+	// a fetch bigger than the budget waited for ever).
+	if fetched {
 		if !w.budget.tryAcquire(n) {
 			w.budget.force(n)
 		}

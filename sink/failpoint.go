@@ -36,6 +36,12 @@ const (
 	// exactly_once: the batch's rows are produced in its open
 	// transaction; its dead letters and next are not yet in it.
 	FailInTxn = "in-transaction"
+	// exactly_once: rows, dead letters and next are in the transaction;
+	// EndTxn is not sent.
+	FailTxnEnding = "transaction-ending"
+	// exactly_once: the transaction committed; the resume record does
+	// not say so yet.
+	FailTxnCommitted = "transaction-committed"
 
 	// The table sink's, between FailFileSaved and FailDelivered.
 	FailTableFiles     = "table-files-written" // a batch's data files are stored, not yet committed to the table

@@ -219,7 +219,9 @@ func (k *Kafka) WriteTransaction(ctx context.Context, b *Batch, also func(contex
 	}
 	err := k.inTransaction(ctx, b, also, member, offsets)
 	if err == nil {
+		Failpoint(FailTxnEnding)
 		if err = k.p.CommitTxn(ctx); err == nil {
+			Failpoint(FailTxnCommitted)
 			return nil
 		}
 		err = fmt.Errorf("kafka: committing the transaction of %s: %w", b.Name(), err)

@@ -184,24 +184,33 @@ func produceAtMillis(t *testing.T, topic string, partition int, ms int64, values
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(30 * time.Second))
-	if _, err := conn.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID("chaos")).AppendRequest(nil, req, 1)); err != nil {
-		t.Fatal(err)
-	}
-	var head [8]byte
-	if _, err := io.ReadFull(conn, head[:]); err != nil {
-		t.Fatal(err)
-	}
-	body := make([]byte, binary.BigEndian.Uint32(head[:4])-4)
-	if _, err := io.ReadFull(conn, body); err != nil {
-		t.Fatal(err)
-	}
-	res := kmsg.NewPtrProduceResponse()
-	res.Version = 7
-	if err := res.ReadFrom(body); err != nil {
-		t.Fatal(err)
-	}
-	if code := res.Topics[0].Partitions[0].ErrorCode; code != 0 {
-		t.Fatalf("producing records stamped %d ms to %s/%d: %v", ms, topic, partition, kafka.Error(code))
+	// The topic's raised message.timestamp.after.max.ms reaches the
+	// leader a moment after the change: until then INVALID_TIMESTAMP.
+	for attempt := 1; ; attempt++ {
+		if _, err := conn.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID("chaos")).AppendRequest(nil, req, int32(attempt))); err != nil {
+			t.Fatal(err)
+		}
+		var head [8]byte
+		if _, err := io.ReadFull(conn, head[:]); err != nil {
+			t.Fatal(err)
+		}
+		body := make([]byte, binary.BigEndian.Uint32(head[:4])-4)
+		if _, err := io.ReadFull(conn, body); err != nil {
+			t.Fatal(err)
+		}
+		res := kmsg.NewPtrProduceResponse()
+		res.Version = 7
+		if err := res.ReadFrom(body); err != nil {
+			t.Fatal(err)
+		}
+		code := res.Topics[0].Partitions[0].ErrorCode
+		if code == 0 {
+			return
+		}
+		if kafka.Error(code) != kafka.InvalidTimestamp || attempt == 50 {
+			t.Fatalf("producing records stamped %d ms to %s/%d: %v", ms, topic, partition, kafka.Error(code))
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/logstore/logstore/internal/loggen"
 	"github.com/logstore/logstore/internal/testkit"
+	"github.com/logstore/logstore/sink"
 )
 
 // chaosMember is one `logstore run` process in a rack, restarted at will.
@@ -36,22 +37,57 @@ type chaosMember struct {
 	done chan struct{}
 	runs []*strings.Builder // every process's output, for CHAOS_LOGS
 	env  []string           // set for this member alone
+	// stopping: stop was called for the running process, which must not
+	// be started again when it ends.
+	stopping bool
+	fired    []string // the failpoints its processes killed themselves at
 }
 
-func (m *chaosMember) start() {
+func (m *chaosMember) start() { m.startAt("") }
+
+// startAt starts the member with LOGSTORE_FAILPOINT=fp ("" for none): the
+// process kills itself there and is started again at once without it, as
+// a crashed pod is.
+func (m *chaosMember) startAt(fp string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.spawn(fp); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+// spawn starts a process; the caller holds mu.
+func (m *chaosMember) spawn(fp string) error {
 	cmd := exec.Command(logstoreBinary(m.t), "run", "-c", m.cfg)
 	cmd.Env = append(append(os.Environ(), "LOGSTORE_RACK="+m.rack), m.env...)
+	if fp != "" {
+		cmd.Env = append(cmd.Env, "LOGSTORE_FAILPOINT="+fp)
+	}
 	m.out = &strings.Builder{}
 	m.runs = append(m.runs, m.out)
 	cmd.Stdout, cmd.Stderr = m.out, m.out
 	if err := cmd.Start(); err != nil {
-		m.t.Fatal(err)
+		return err
 	}
 	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	m.cmd, m.done = cmd, done
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+		if fp == "" {
+			return
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		if m.cmd == cmd && !m.stopping && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			m.fired = append(m.fired, fp)
+			if err := m.spawn(""); err != nil {
+				m.t.Errorf("restarting member %s after its failpoint %s: %v", m.rack, fp, err)
+			}
+		}
+	}()
+	m.cmd, m.done, m.stopping = cmd, done, false
+	return nil
 }
 
 // saveLogs writes what every process of m printed to dir (CHAOS_LOGS), one
@@ -67,6 +103,17 @@ func (m *chaosMember) saveLogs(dir string, index int) {
 	}
 }
 
+// logs is what every process of m printed.
+func (m *chaosMember) logs() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var b strings.Builder
+	for _, out := range m.runs {
+		b.WriteString(out.String())
+	}
+	return b.String()
+}
+
 // output is what the running process printed so far.
 func (m *chaosMember) output() string {
 	m.mu.Lock()
@@ -78,6 +125,7 @@ func (m *chaosMember) output() string {
 func (m *chaosMember) stop(sig syscall.Signal) {
 	m.mu.Lock()
 	cmd, done := m.cmd, m.done
+	m.stopping = true
 	m.mu.Unlock()
 	_ = cmd.Process.Signal(sig)
 	select {
@@ -121,14 +169,28 @@ func poisonRecord(t *testing.T) []byte {
 // started, S3 down (every request 503) and S3 flaky (a share of requests
 // 503), the spool's disk full, the offsets of half the partitions deleted,
 // and the group deleted with its offsets (as after
-// offsets.retention.minutes). No partition may stand still for longer than
+// offsets.retention.minutes). With CHAOS_EXACTLY_ONCE=1 (scripts/chaos/run.sh
+// sets it) the members also commit every batch to an Iceberg table (SQLite
+// catalog) and write every row and dead letter to Kafka with
+// sinks.kafka.delivery: exactly_once, to an output topic led in every
+// zone; members come back from the kills and the group's restarts with a
+// failpoint that kills them again at a step of the table's or the
+// transaction's protocol (table files stored; committed to the table;
+// every sink's files stored; rows in the transaction; the transaction
+// whole, not ended; ended, the resume record not written), and the broker
+// restarts and rebalances land on open transactions. No partition may stand still for longer than
 // stallSlack while no fault is under way (faults that come one after
 // another add up: a partition may wait each of them out). Once everything is committed pyarrow
 // checks that every good record is in the bucket exactly once with its
 // values and every bad one once in _errors/, and reads every file back
-// with its pages' checksums.
+// with its pages' checksums; with CHAOS_EXACTLY_ONCE, pyiceberg finds
+// every good record once in the table's current snapshot and no data file
+// referenced twice, a read_committed consumer every good record once in
+// the output topic and every bad one once in the dead-letter topic, by
+// their source headers, and every failpoint fired.
 // CHAOS_RECORDS, CHAOS_EVENTS, CHAOS_RATE (records/s per member),
-// CHAOS_FLOOD (malformed records in the flood) and CHAOS_SEED size it;
+// CHAOS_FLOOD (malformed records in the flood), CHAOS_BUDGET (the members'
+// memory_budget, 16 MiB) and CHAOS_SEED size it;
 // CHAOS_LOGS=dir keeps every member process's log there;
 // scripts/chaos/run.sh runs the long version. The disk-full fault mounts a
 // tmpfs and so needs root; other users run without it.
@@ -138,6 +200,8 @@ func TestChaos(t *testing.T) {
 	events := envInt("CHAOS_EVENTS", 7)
 	rate := envInt("CHAOS_RATE", 200)
 	flood := envInt("CHAOS_FLOOD", 3000)
+	budget := envInt("CHAOS_BUDGET", 16<<20)
+	exactlyOnce := os.Getenv("CHAOS_EXACTLY_ONCE") != ""
 	seed := uint64(envInt("CHAOS_SEED", int(time.Now().UnixNano()%1e9)))
 	rng := rand.New(rand.NewPCG(seed, 1))
 	spool, diskFull := "", os.Geteuid() == 0
@@ -151,6 +215,12 @@ func TestChaos(t *testing.T) {
 		kinds = slices.DeleteFunc(slices.Clone(kinds), func(k string) bool { return k == "disk-full" })
 	}
 	plan := chaosPlan(rng, events, kinds)
+	// Failpoints draw from a generator of their own: the plan and its
+	// timing stay what the seed made them before failpoints came.
+	failpoints := func() string { return "" }
+	if exactlyOnce {
+		failpoints = failpointCycle(rand.New(rand.NewPCG(seed, 2)))
+	}
 	t.Logf("chaos: %d records and a flood of %d malformed, %d records/s per member, seed %d, plan %v", n, flood, rate, seed, plan)
 
 	bucket, direct, proxy := s3BehindProxy(t)
@@ -170,10 +240,26 @@ func TestChaos(t *testing.T) {
 	group := topic + "-g"
 	cfg := e2eConfig(t, topic, group, "/unused", 1500)
 	text := strings.Replace(readFile(t, cfg), "url: file:///unused", "url: "+out, 1)
+	var outTopic, dlqTopic, catalog, table string
+	if exactlyOnce {
+		outTopic, dlqTopic = e2eTopic(t, partitions), e2eTopic(t, 3)
+		checkLeadersInEveryZone(t, outTopic)
+		// The rows and dead letters also go to Kafka, exactly once: a
+		// dynamic member killed mid-transaction holds its partitions'
+		// offsets until the brokers abort its transaction,
+		// transaction_timeout later.
+		text = strings.Replace(text, "dead_letter:\n  files: true\n", fmt.Sprintf(
+			"  kafka: {topic: %s, delivery: exactly_once, transaction_timeout: 5s}\ndead_letter:\n  files: true\n  topic: %s\n", outTopic, dlqTopic), 1)
+		// And to an Iceberg table: its catalog a SQLite file every member
+		// shares, its data and metadata in the bucket behind the proxy.
+		catalog, table = filepath.Join(t.TempDir(), "catalog.db"), "logs."+strings.ReplaceAll(topic, "-", "_")
+		text = strings.Replace(text, "dead_letter:\n", fmt.Sprintf("  iceberg:\n    table: %s\n    catalog: {type: sql, uri: %s, warehouse: \"s3://%s/warehouse\"}\n"+
+			"    partition_by: [{column: ts, transform: hour}, {column: level}]\n", table, catalog, bucket)+"dead_letter:\n", 1)
+	}
 	text = strings.Replace(text, `{name: hour, column: ts, format: "15"}]`, `{name: hour, column: ts, format: "15"}, {name: svc, column: service}]`, 1)
 	text = strings.Replace(text, "  group: ", "  max_records_per_second: "+strconv.Itoa(rate)+"\n  group: ", 1)
 	// The smallest budget: the flood's dead letters fill it before max_rows.
-	text = strings.Replace(text, "  max_age: 2s\n", "  max_age: 2s\n  memory_budget: 16777216\n", 1)
+	text = strings.Replace(text, "  max_age: 2s\n", "  max_age: 2s\n  memory_budget: "+strconv.Itoa(budget)+"\n", 1)
 	if spool != "" {
 		text = strings.Replace(text, "    url: "+out+"\n", "    url: "+out+"\n    spool_dir: "+spool+"\n", 1)
 	}
@@ -232,8 +318,12 @@ func TestChaos(t *testing.T) {
 		case "kill":
 			m := members[rng.IntN(len(members))]
 			m.stop(syscall.SIGKILL)
-			m.start()
+			fp := failpoints()
+			m.startAt(fp)
 			ev += " " + m.rack
+			if fp != "" {
+				ev += ", back with failpoint " + fp
+			}
 		case "join-leave":
 			m := &chaosMember{t: t, cfg: cfg, rack: []string{"az-a", "az-b", "az-c"}[rng.IntN(3)]}
 			visitors = append(visitors, m)
@@ -273,7 +363,7 @@ func TestChaos(t *testing.T) {
 		faultBegan = time.Now()
 		switch i {
 		case len(plan) / 4:
-			withGroupStopped(t, group, members, "the offsets of partitions 0, 2, 4 deleted", func(c *kafka.Client) error {
+			withGroupStopped(t, group, members, failpoints, "the offsets of partitions 0, 2, 4 deleted", func(c *kafka.Client) error {
 				resp, err := c.OffsetDelete(context.Background(), &kafka.OffsetDeleteRequest{GroupID: group, Topics: map[string][]int{topic: {0, 2, 4}}})
 				if err != nil {
 					return err
@@ -287,7 +377,7 @@ func TestChaos(t *testing.T) {
 				return err
 			})
 		case len(plan) / 2:
-			withGroupStopped(t, group, members, "the group deleted with its offsets", func(c *kafka.Client) error {
+			withGroupStopped(t, group, members, failpoints, "the group deleted with its offsets", func(c *kafka.Client) error {
 				resp, err := c.DeleteGroups(context.Background(), &kafka.DeleteGroupsRequest{GroupIDs: []string{group}})
 				if err == nil {
 					err = resp.Errors[group]
@@ -301,11 +391,23 @@ func TestChaos(t *testing.T) {
 	wait := max(4*time.Minute, time.Duration(3*(n+flood)/(3*rate))*time.Second)
 	for deadline := time.Now().Add(wait); committedTotal(t, group, topic, partitions) < end; time.Sleep(500 * time.Millisecond) {
 		if time.Now().After(deadline) {
+			// SIGQUIT: each member's goroutines, in its log (CHAOS_LOGS),
+			// say where it waits.
+			for _, m := range members {
+				m.stop(syscall.SIGQUIT)
+			}
 			t.Fatalf("stalled: committed %d of %d after %s:\n%s", committedTotal(t, group, topic, partitions), end, wait, tail(members[0].out.String(), 30))
 		}
 	}
 	for _, m := range members {
 		m.stop(syscall.SIGTERM)
+	}
+	fired := map[string]int{}
+	for _, m := range append(members, visitors...) {
+		for _, fp := range m.fired {
+			name, _, _ := strings.Cut(fp, ":")
+			fired[name]++
+		}
 	}
 	worst := stalls()
 	if worst.outside > stallSlack {
@@ -344,6 +446,12 @@ func TestChaos(t *testing.T) {
 	checkCounts(t, v, good, bad)
 	checkSampleValues(t, v.Sample, n, partitions, badEvery)
 	checkEveryFile(t, out)
+	goodStats := good
+
+	if exactlyOnce {
+		good, bad := sourcePositions(n, partitions, badEvery, poisonAt, odd)
+		checkExactlyOnceOutputs(t, topic, outTopic, dlqTopic, catalog, table, goodStats, good, bad, fired, append(members, visitors...))
+	}
 	if midRun < (len(plan)+1)/2 {
 		t.Errorf("only %d of %d faults landed before the topic was read: they prove little (lower CHAOS_RATE)", midRun, len(plan))
 	}
@@ -383,9 +491,10 @@ func chaosPlan(rng *rand.Rand, n int, kinds []string) []string {
 
 // withGroupStopped stops every member gracefully (they flush, commit and
 // leave), runs change on the emptied group (deleting offsets or the whole
-// group, as offsets.retention.minutes does), and restarts them: the
-// output's resume records must carry the job on.
-func withGroupStopped(t *testing.T, group string, members []*chaosMember, what string, change func(*kafka.Client) error) {
+// group, as offsets.retention.minutes does), and restarts them, each with
+// the next of failpoints: the output's resume records must carry the job
+// on, through kills at the failpoints.
+func withGroupStopped(t *testing.T, group string, members []*chaosMember, failpoints func() string, what string, change func(*kafka.Client) error) {
 	t.Helper()
 	for _, m := range members {
 		m.stop(syscall.SIGTERM)
@@ -401,8 +510,186 @@ func withGroupStopped(t *testing.T, group string, members []*chaosMember, what s
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	t.Logf("group %s: %s", group, what)
+	var fps []string
 	for _, m := range members {
-		m.start()
+		fp := failpoints()
+		if fp != "" {
+			fps = append(fps, m.rack+" "+fp)
+		}
+		m.startAt(fp)
 	}
+	if len(fps) > 0 {
+		what += "; back with failpoints " + strings.Join(fps, ", ")
+	}
+	t.Logf("group %s: %s", group, what)
+}
+
+// chaosFailpoints are the steps of the exactly-once protocols a member is
+// killed at: a batch's table files stored, committed to the table, every
+// sink's files stored, its rows in the open transaction, the transaction
+// whole but not ended, and ended before the resume record.
+var chaosFailpoints = []string{sink.FailTableFiles, sink.FailTableCommitted, sink.FailDelivered, sink.FailInTxn, sink.FailTxnEnding, sink.FailTxnCommitted}
+
+// failpointCycle returns chaosFailpoints in a seeded order, again and
+// again, each as NAME:N for the first or second time the point is passed.
+func failpointCycle(rng *rand.Rand) func() string {
+	order := slices.Clone(chaosFailpoints)
+	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	next := 0
+	return func() string {
+		fp := order[next%len(order)] + ":" + strconv.Itoa(1+rng.IntN(2))
+		next++
+		return fp
+	}
+}
+
+// sourcePositions are the source records the chaos topic holds, as
+// "partition:offset": the good ones (rows) and the bad ones (dead letters).
+func sourcePositions(n, partitions, badEvery, poisonAt int, odd oddRecords) (good, bad map[string]bool) {
+	good, bad = map[string]bool{}, map[string]bool{}
+	for i := 0; i < n; i++ {
+		m := good
+		if i%badEvery == badEvery-1 {
+			m = bad
+		}
+		m[fmt.Sprintf("%d:%d", i%partitions, i/partitions)] = true
+	}
+	bad[fmt.Sprintf("0:%d", poisonAt)] = true
+	for _, o := range odd.offsets {
+		m := good
+		if o.bad {
+			m = bad
+		}
+		m[fmt.Sprintf("%d:%d", o.partition, o.offset)] = true
+	}
+	return good, bad
+}
+
+// checkOnceInKafka reads topic with read_committed and checks that it
+// holds every source record of want exactly once, by its source headers,
+// and nothing else; it returns how many records it read.
+func checkOnceInKafka(t *testing.T, source, topic string, want map[string]bool, what string) int {
+	t.Helper()
+	recs := readIsolated(t, topic, true, len(want))
+	seen := map[string]int{}
+	for _, r := range recs {
+		for _, h := range r.Headers {
+			if h.Key == sink.HeaderSourceTopic && string(h.Value) != source {
+				t.Errorf("%s %s names source topic %q, want %q", what, sourceOf(r), h.Value, source)
+			}
+		}
+		seen[sourceOf(r)]++
+	}
+	var twice, stray, missing []string
+	for pos, c := range seen {
+		switch {
+		case !want[pos]:
+			stray = append(stray, pos)
+		case c > 1:
+			twice = append(twice, fmt.Sprintf("%s (%d times)", pos, c))
+		}
+	}
+	for pos := range want {
+		if seen[pos] == 0 {
+			missing = append(missing, pos)
+		}
+	}
+	for _, l := range []struct {
+		list []string
+		say  string
+	}{{twice, "read more than once"}, {missing, "missing"}, {stray, "not expected here"}} {
+		if len(l.list) > 0 {
+			slices.Sort(l.list)
+			t.Errorf("%s: %d source records %s as a %s with read_committed, e.g. %v", topic, len(l.list), l.say, what, l.list[:min(10, len(l.list))])
+		}
+	}
+	return len(recs)
+}
+
+// checkLeadersInEveryZone fails unless topic's partitions are led in
+// every rack, so the Kafka output produces to every zone.
+func checkLeadersInEveryZone(t *testing.T, topic string) {
+	t.Helper()
+	client := &kafka.Client{Addr: kafka.TCP(strings.Split(bootstrap, ",")...), Timeout: 30 * time.Second}
+	md, err := client.Metadata(context.Background(), &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil || len(md.Topics) != 1 {
+		t.Fatalf("metadata of %s: %v", topic, err)
+	}
+	racks := map[string]int{}
+	for _, p := range md.Topics[0].Partitions {
+		racks[p.Leader.Rack]++
+	}
+	if len(racks) < 3 {
+		t.Fatalf("the output topic %s is led in racks %v only: a broker is not back yet", topic, racks)
+	}
+}
+
+// checkTable reads the chaos run's Iceberg table with pyiceberg
+// (scripts/chaos/checktable.py): its current snapshot must hold every good
+// record once, and reference no data file twice.
+func checkTable(t *testing.T, catalog, table string, good map[string]partStats) {
+	t.Helper()
+	out, err := exec.Command(pyarrowPython(t), filepath.Join("..", "..", "scripts", "chaos", "checktable.py"), "--catalog", catalog, "--table", table).Output()
+	if err != nil {
+		msg := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			msg = string(ee.Stderr)
+		}
+		t.Fatalf("pyiceberg reading %s: %v\n%s", table, err, msg)
+	}
+	var r struct {
+		Snapshots  int                  `json:"snapshots"`
+		Files      int                  `json:"files"`
+		FilesTwice []string             `json:"files_twice"`
+		Rows       int                  `json:"rows"`
+		Partitions map[string]partStats `json:"partitions"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("checktable.py said %.300s: %v", out, err)
+	}
+	for p, want := range good {
+		if got := r.Partitions[p]; got != want {
+			t.Errorf("table %s, partition %s: got %+v, want %+v (count ≠ distinct means duplicates; a lower count, missing rows)", table, p, got, want)
+		}
+	}
+	if len(r.FilesTwice) > 0 {
+		t.Errorf("table %s: the current snapshot references %d data files more than once, e.g. %v", table, len(r.FilesTwice), r.FilesTwice[:min(5, len(r.FilesTwice))])
+	}
+	t.Logf("the Iceberg table: %d rows in %d data files, each once, %d snapshots", r.Rows, r.Files, r.Snapshots)
+}
+
+// checkExactlyOnceOutputs judges a CHAOS_EXACTLY_ONCE run's other
+// outputs: the Iceberg table (every good record once, no data file
+// twice), the output topic and the dead-letter topic read with
+// read_committed (every good record once as a row, every bad one once as
+// a dead letter, by source position), and that every failpoint killed a
+// member.
+func checkExactlyOnceOutputs(t *testing.T, topic, outTopic, dlqTopic, catalog, table string, goodStats map[string]partStats,
+	good, bad map[string]bool, fired map[string]int, members []*chaosMember) {
+	t.Helper()
+	checkTable(t, catalog, table, goodStats)
+	rows := checkOnceInKafka(t, topic, outTopic, good, "row")
+	letters := checkOnceInKafka(t, topic, dlqTopic, bad, "dead letter")
+	// A member given a failpoint may be stopped (a kill, the group's
+	// restart) before it reaches it; seeds differ in which, so a run must
+	// meet half the steps, and the log says which it missed.
+	var missed []string
+	for _, fp := range chaosFailpoints {
+		if fired[fp] == 0 {
+			missed = append(missed, fp)
+		}
+	}
+	if len(missed) > len(chaosFailpoints)/2 {
+		t.Errorf("no member was killed at failpoints %v (fired: %v): the run met too few steps of the protocols", missed, fired)
+	} else if len(missed) > 0 {
+		t.Logf("note: no member reached failpoints %v this run (a kill or the group's restart came first)", missed)
+	}
+	var logs strings.Builder
+	for _, m := range members {
+		logs.WriteString(m.logs())
+	}
+	t.Logf("exactly once into Kafka: %d rows and %d dead letters read_committed, each once; killed at failpoints %v; "+
+		"%d transactions retried, %d fenced by a rebalance, %d waits for a dead member's transaction",
+		rows, letters, fired, strings.Count(logs.String(), "in a transaction failed; retrying"),
+		strings.Count(logs.String(), "fenced by the group"), strings.Count(logs.String(), "the open transaction ended"))
 }
