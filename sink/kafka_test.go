@@ -23,7 +23,7 @@ func TestAppendRowJSON(t *testing.T) {
 	want := []string{
 		`{"ts_ms":"2026-11-29T07:05:03.123456789Z","s":"héllo","i32":-7,"i64":1099511627776,"f32":1.5,"f64":2.25,"b":true,` +
 			`"ts_us":"2026-11-29T07:05:03.123456789Z","d":"2026-11-29","raw":"AAEC","doc":{"a":[1,2]},` +
-			`"labels":{"":"empty key","a":"1","b":"2"},"req_labels":{"k":"v"},"req_s":"x"}`,
+			`"labels":{"":"empty key","a":"1","b":"2","null":null},"req_labels":{"k":"v"},"req_s":"x"}`,
 		`{"ts_ms":"2026-11-29T07:05:04.123456789Z","s":null,"i32":null,"i64":null,"f32":null,"f64":null,"b":null,` +
 			`"ts_us":null,"d":null,"raw":null,"doc":null,"labels":null,"req_labels":{},"req_s":""}`,
 		`{"ts_ms":"2026-11-29T07:05:05.123456789Z","s":"","i32":2147483647,"i64":-9223372036854775808,"f32":"-Infinity","f64":"NaN","b":false,` +

@@ -529,6 +529,10 @@ func (pw *ParquetWriter) appendMap(c *parquetColumn, def int, m map[string]strin
 	}
 	for i, e := range entries {
 		// The value is optional, so a present value is one level deeper.
+		if e[1] == MapNull {
+			pw.add(c.leaf+1, parquet.NullValue(), min(i, 1), def+1, 0)
+			continue
+		}
 		pw.add(c.leaf+1, parquet.ByteArrayValue(stringBytes(e[1])), min(i, 1), def+2, len(e[1]))
 	}
 }
@@ -539,7 +543,7 @@ func sortedEntries(dst [][2]string, m map[string]string, validText bool) [][2]st
 	clear(dst[:cap(dst)])
 	entries := dst
 	for k, v := range m {
-		if !validText && (!isASCIIOrValid(k) || !isASCIIOrValid(v)) {
+		if !validText && (!isASCIIOrValid(k) || (v != MapNull && !isASCIIOrValid(v))) {
 			entries = dst
 			for k, v := range ValidMap(m) {
 				entries = append(entries, [2]string{k, v})

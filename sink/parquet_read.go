@@ -88,7 +88,11 @@ func readRow(cols []parquetColumn, pr parquet.Row) Row {
 			}
 			m := map[string]string{}
 			for j := range vs {
-				m[string(vs[j].ByteArray())] = string(vals[j].ByteArray())
+				v := MapNull
+				if !vals[j].IsNull() {
+					v = string(vals[j].ByteArray())
+				}
+				m[string(vs[j].ByteArray())] = v
 			}
 			r[i] = m
 			continue

@@ -42,7 +42,7 @@ func allTypesRows() []Row {
 	day := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
 	return []Row{
 		{t0, "héllo", int32(-7), int64(1) << 40, float32(1.5), 2.25, true, t0, day, []byte{0, 1, 2}, `{"a":[1,2]}`,
-			map[string]string{"b": "2", "a": "1", "": "empty key"}, map[string]string{"k": "v"}, "x"},
+			map[string]string{"b": "2", "a": "1", "": "empty key", "null": MapNull}, map[string]string{"k": "v"}, "x"},
 		{t0.Add(time.Second), nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, map[string]string{}, ""},
 		{t0.Add(2 * time.Second), "", int32(math.MaxInt32), int64(math.MinInt64), float32(math.Inf(-1)), math.NaN(), false,
 			time.Date(1969, 12, 31, 23, 59, 59, 999999000, time.UTC), time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC), []byte{}, `null`,

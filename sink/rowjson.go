@@ -81,6 +81,10 @@ func appendJSONValue(dst []byte, t Type, v any) ([]byte, error) {
 			}
 			dst = appendJSONString(dst, k)
 			dst = append(dst, ':')
+			if x[k] == MapNull {
+				dst = append(dst, "null"...)
+				continue
+			}
 			dst = appendJSONString(dst, x[k])
 		}
 		return append(dst, '}'), nil

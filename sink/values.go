@@ -64,13 +64,21 @@ func AppendValidText(dst, b []byte) []byte {
 	return dst
 }
 
+// MapNull is the value of a map entry whose value is null: a Kafka header
+// sent without a value (length -1) is kept in the kafka.headers column with
+// its name and a null value, as Spark's Kafka source keeps it. It is one
+// byte no text can hold once made valid UTF-8 (every value in a row is),
+// so it never stands for a real value; files hold a null there, JSON null.
+const MapNull = "\xff"
+
 // ValidMap returns m, or a copy with its keys and values made valid UTF-8
-// when any is not. Keys that become equal keep the value of the one that
-// sorts last, so the same map always gives the same copy.
+// when any is not (MapNull stays null). Keys that become equal keep the
+// value of the one that sorts last, so the same map always gives the same
+// copy.
 func ValidMap(m map[string]string) map[string]string {
 	clean := true
 	for k, v := range m {
-		if !isASCIIOrValid(k) || !isASCIIOrValid(v) {
+		if !isASCIIOrValid(k) || (v != MapNull && !isASCIIOrValid(v)) {
 			clean = false
 			break
 		}
@@ -81,7 +89,11 @@ func ValidMap(m map[string]string) map[string]string {
 	keys := slices.Sorted(maps.Keys(m))
 	out := make(map[string]string, len(m))
 	for _, k := range keys {
-		out[ValidText(k)] = ValidText(m[k])
+		v := m[k]
+		if v != MapNull {
+			v = ValidText(v)
+		}
+		out[ValidText(k)] = v
 	}
 	return out
 }

@@ -21,16 +21,16 @@ import (
 // headerRecord is record i of the header test: value {"msg":"i"}, header
 // gid=i, and one in thirty each with trace="" (an empty value, not a null
 // one), with a null trace, and with a="" before gid. want is how the
-// headers map reads back, sorted by key as the file holds it; trace is
-// the kafka.header.trace column.
+// headers map reads back, sorted by key as the file holds it (a null
+// value as JSON null); trace is the kafka.header.trace column.
 type headerRecord struct {
 	headers []kafka.Header
 	want    headerRow
 }
 
 type headerRow struct {
-	Headers [][2]string `json:"headers"`
-	Trace   *string     `json:"trace"`
+	Headers [][2]any `json:"headers"`
+	Trace   *string  `json:"trace"`
 }
 
 func headerRecords(n int) []headerRecord {
@@ -38,16 +38,17 @@ func headerRecords(n int) []headerRecord {
 	out := make([]headerRecord, n)
 	for i := range out {
 		gid := fmt.Sprint(i)
-		r := headerRecord{headers: []kafka.Header{{Key: "gid", Value: []byte(gid)}}, want: headerRow{Headers: [][2]string{{"gid", gid}}}}
+		r := headerRecord{headers: []kafka.Header{{Key: "gid", Value: []byte(gid)}}, want: headerRow{Headers: [][2]any{{"gid", gid}}}}
 		switch i % 30 {
 		case 7:
 			r.headers = append(r.headers, kafka.Header{Key: "trace", Value: []byte{}})
-			r.want.Headers, r.want.Trace = append(r.want.Headers, [2]string{"trace", ""}), &empty
+			r.want.Headers, r.want.Trace = append(r.want.Headers, [2]any{"trace", ""}), &empty
 		case 8:
 			r.headers = append(r.headers, kafka.Header{Key: "trace", Value: nil})
+			r.want.Headers = append(r.want.Headers, [2]any{"trace", nil})
 		case 9:
 			r.headers = append([]kafka.Header{{Key: "a", Value: []byte{}}}, r.headers...)
-			r.want.Headers = append([][2]string{{"a", ""}}, r.want.Headers...)
+			r.want.Headers = append([][2]any{{"a", ""}}, r.want.Headers...)
 		}
 		out[i] = r
 	}
@@ -57,8 +58,9 @@ func headerRecords(n int) []headerRecord {
 // TestE2EEmptyHeaderValueIsKept: records with headers gid=N and, one in
 // thirty, trace="" (an empty value, not a null one) are read back by
 // pyarrow with both headers, trace an empty string in the headers map and
-// in its own column; a header whose value is null is left out of the map
-// and null in its column. The records come from every codec of kafka-go's
+// in its own column; a header whose value is null keeps its name in the
+// map with a null value (as Spark's Kafka source keeps it) and is null in
+// its column. The records come from every codec of kafka-go's
 // writer in batches of many records, and a sixth of them from Kafka's own
 // Java client (kafka-console-producer, snappy); the job writes them once
 // with a schema naming kafka.headers and kafka.header.trace, and once with

@@ -406,12 +406,15 @@ func (d *Decoder) field(c *column, msg *record.Record, st *decodeState) (any, er
 		if len(msg.Headers) == 0 {
 			return c.missing()
 		}
-		// A header without a value is left out, as a JSON map's null is.
+		// A header without a value (null, not empty) keeps its name with a
+		// null value, as Spark's Kafka source and Kafka's Headers keep it.
 		m := make(map[string]string, len(msg.Headers))
 		for _, h := range msg.Headers {
+			v := sink.MapNull
 			if h.Value != nil {
-				m[st.validStr([]byte(h.Key))] = st.validStr(h.Value)
+				v = st.validStr(h.Value)
 			}
+			m[st.validStr([]byte(h.Key))] = v
 		}
 		return m, nil
 	}

@@ -426,7 +426,7 @@ func (a *rowActivation) ResolveName(name string) (any, bool) {
 		if a.headers == nil {
 			h := make(map[string]string, len(m.Headers))
 			for _, kv := range m.Headers {
-				if kv.Value != nil { // as in the kafka.headers column
+				if kv.Value != nil { // CEL's map(string, string) holds no null
 					h[kv.Key] = string(kv.Value)
 				}
 			}
