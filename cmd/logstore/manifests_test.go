@@ -1627,3 +1627,26 @@ func TestIRSATrustPolicyTrustsTheServiceAccount(t *testing.T) {
 		t.Errorf("the trust policy's %s:aud is %q, want sts.amazonaws.com", provider, eq[provider+":aud"])
 	}
 }
+
+// TestDockerignoreKeepsOutputsOut: what git ignores (build outputs, demo
+// runs, the services' state) and the history stay out of the image's
+// build context too.
+func TestDockerignoreKeepsOutputsOut(t *testing.T) {
+	raw, err := os.ReadFile("../../.dockerignore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ignored := map[string]bool{}
+	for _, l := range strings.Split(string(raw), "\n") {
+		ignored[strings.TrimSpace(l)] = true
+	}
+	gi, err := os.ReadFile("../../.gitignore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range append(strings.Split(string(gi), "\n"), ".git", "**/*.test") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") && !ignored[l] {
+			t.Errorf(".dockerignore does not leave out %s", l)
+		}
+	}
+}
