@@ -995,6 +995,7 @@ type workload struct {
 	name      string
 	namespace string
 	pod       corev1.PodTemplateSpec
+	replicas  *int32 // a Deployment's or a StatefulSet's
 }
 
 func workloadsOf(t *testing.T, ms []manifest) []workload {
@@ -1004,20 +1005,20 @@ func workloadsOf(t *testing.T, ms []manifest) []workload {
 		if err != nil || !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
 			t.Errorf("Deployment %s: selector %v does not select its own pods (%v)", d.Name, d.Spec.Selector, err)
 		}
-		ws = append(ws, workload{"Deployment " + d.Name, d.Namespace, d.Spec.Template})
+		ws = append(ws, workload{"Deployment " + d.Name, d.Namespace, d.Spec.Template, d.Spec.Replicas})
 	}
 	for _, j := range objectsOf[batchv1.Job](ms) {
-		ws = append(ws, workload{"Job " + j.Name, j.Namespace, j.Spec.Template})
+		ws = append(ws, workload{"Job " + j.Name, j.Namespace, j.Spec.Template, nil})
 	}
 	for _, s := range objectsOf[appsv1.StatefulSet](ms) {
 		sel, err := metav1.LabelSelectorAsSelector(s.Spec.Selector)
 		if err != nil || !sel.Matches(labels.Set(s.Spec.Template.Labels)) {
 			t.Errorf("StatefulSet %s: selector %v does not select its own pods (%v)", s.Name, s.Spec.Selector, err)
 		}
-		ws = append(ws, workload{"StatefulSet " + s.Name, s.Namespace, s.Spec.Template})
+		ws = append(ws, workload{"StatefulSet " + s.Name, s.Namespace, s.Spec.Template, s.Spec.Replicas})
 	}
 	for _, c := range objectsOf[batchv1.CronJob](ms) {
-		ws = append(ws, workload{"CronJob " + c.Name, c.Namespace, c.Spec.JobTemplate.Spec.Template})
+		ws = append(ws, workload{"CronJob " + c.Name, c.Namespace, c.Spec.JobTemplate.Spec.Template, nil})
 	}
 	return ws
 }
@@ -1323,7 +1324,13 @@ func checkScaling(t *testing.T, ms []manifest, w workload) {
 	}
 	sos := objectsOf[scaledObject](ms)
 	if len(sos) == 0 {
+		if streaming && (w.replicas == nil || *w.replicas%zones != 0) {
+			t.Errorf("%s: replicas %v, want a multiple of the zones (%d)", w.name, w.replicas, zones)
+		}
 		return
+	}
+	if w.replicas != nil {
+		t.Errorf("%s sets replicas: %d beside its ScaledObject: every kubectl apply would reset the count KEDA set", w.name, *w.replicas)
 	}
 	if len(sos) != 1 || !streaming {
 		t.Fatalf("%d ScaledObjects beside %s; want one, and only for streaming pods", len(sos), w.name)
