@@ -55,8 +55,13 @@ type ConsumerConfig struct {
 // UNKNOWN_MEMBER_ID means the group went on without this member (its
 // partitions are lost and it joins again, with the same member id).
 //
-// The session timeout and heartbeat interval are the broker's
-// (group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms).
+// The member heartbeats on its own schedule whatever the job does with an
+// assignment: Assign and Revoke run beside the heartbeats, never in their
+// way (the job's Assign may wait out a dead member's transaction, longer
+// than any session). The interval is the coordinator's (every answer
+// carries it) and the session the group's (consumer.session.timeout.ms,
+// else the brokers' group.consumer.session.timeout.ms), read when the
+// member joins.
 type ConsumerMember struct {
 	cfg    ConsumerConfig
 	coord  coordinator // heartbeats
@@ -68,6 +73,11 @@ type ConsumerMember struct {
 
 	mu     sync.Mutex
 	topics topicMetadata
+
+	// The schedule, touched only by Run's goroutine.
+	interval time.Duration // between heartbeats: the coordinator's
+	session  time.Duration // past it unanswered, the partitions are lost
+	lastOK   time.Time     // when the last answered heartbeat was sent
 }
 
 // NewConsumer returns a member; Run joins.
@@ -80,12 +90,14 @@ func NewConsumer(cfg ConsumerConfig) *ConsumerMember {
 	rand.Read(raw[:])
 	id := base64.RawURLEncoding.EncodeToString(raw[:])
 	return &ConsumerMember{
-		cfg:     cfg,
-		coord:   coordinator{dialer: cfg.Dialer, seeds: cfg.Brokers, group: cfg.Group},
-		commit:  coordinator{dialer: cfg.Dialer, seeds: cfg.Brokers, group: cfg.Group},
-		log:     log.With("group", cfg.Group, "group_protocol", "consumer"),
-		id:      id,
-		current: newCurrent(id),
+		cfg:      cfg,
+		coord:    coordinator{dialer: cfg.Dialer, seeds: cfg.Brokers, group: cfg.Group},
+		commit:   coordinator{dialer: cfg.Dialer, seeds: cfg.Brokers, group: cfg.Group},
+		log:      log.With("group", cfg.Group, "group_protocol", "consumer"),
+		id:       id,
+		current:  newCurrent(id),
+		interval: 5 * time.Second, // until the coordinator says
+		session:  defaultConsumerSession,
 	}
 }
 
@@ -126,20 +138,13 @@ func (m *ConsumerMember) Run(ctx context.Context, h Handler) error {
 	m.warnRackBlind(ctx)
 	owned := Assignment{}
 	epoch := epochJoin
-	interval := 5 * time.Second // until the coordinator says
 	backoff := retryBackoff
-	lastOK := time.Now()
+	m.lastOK = time.Now()
 	for {
 		if ctx.Err() != nil {
 			return m.stop(h, owned, epoch)
 		}
-		ans, err := m.heartbeat(ctx, epoch, owned)
-		if err == nil {
-			err = brokerError(ans.ErrorCode, ans.ErrorMessage)
-			if coordinatorMoved(err) {
-				m.coord.reset()
-			}
-		}
+		ans, err := m.beat(ctx, epoch, owned)
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:
@@ -155,28 +160,39 @@ func (m *ConsumerMember) Run(ctx context.Context, h Handler) error {
 			// to end, and a twin's never does.
 			h.Lose(owned)
 			return m.unreleased(err)
+		case errors.Is(err, kafka.FencedInstanceID):
+			// A newer process took the id over: every heartbeat of this
+			// one is refused from now on, so retrying until the session
+			// ends would only keep writing partitions that are another's.
+			h.Lose(owned)
+			return m.fencedInstance(err)
 		case fatalConsumerError(err):
 			h.Lose(owned)
 			return m.refusalConsumer(err)
-		case !errors.Is(err, errMetadata) && time.Since(lastOK) >= consumerSessionTimeout && owned.Count() > 0:
-			m.lose(h, owned, fmt.Errorf("%w: no heartbeat answered for %s: %w", errLost, consumerSessionTimeout, err))
+		case !errors.Is(err, errMetadata) && time.Since(m.lastOK) >= m.session && owned.Count() > 0:
+			m.lose(h, owned, fmt.Errorf("%w: no heartbeat answered for %s, the group's session: %w", errLost, m.session, err))
 			owned, epoch = Assignment{}, epochJoin
 		default:
 			m.log.Warn("heartbeat failed; trying again", "err", err, "backoff", backoff)
 		}
 		if err != nil {
-			if !clock.Sleep(ctx, backoff) {
+			// Try again no later than the session's end, so the partitions
+			// are counted lost when the coordinator gives them away.
+			wait := backoff
+			if owned.Count() > 0 {
+				wait = max(min(wait, time.Until(m.lastOK.Add(m.session))), time.Millisecond)
+			}
+			if !clock.Sleep(ctx, wait) {
 				return m.stop(h, owned, epoch)
 			}
 			backoff = min(2*backoff, maxRetryBackoff)
 			continue
 		}
-		backoff, lastOK = retryBackoff, time.Now()
-		epoch = ans.Epoch
-		m.setEpoch(epoch)
-		if ans.HeartbeatIntervalMS > 0 {
-			interval = time.Duration(ans.HeartbeatIntervalMS) * time.Millisecond
+		backoff = retryBackoff
+		if epoch == epochJoin {
+			m.readSession(ctx)
 		}
+		epoch = ans.Epoch
 		if ans.Assignment != nil {
 			target, err := m.names(ctx, ans.Assignment)
 			if err != nil {
@@ -186,38 +202,65 @@ func (m *ConsumerMember) Run(ctx context.Context, h Handler) error {
 				}
 				continue
 			}
-			if changed := m.reconcile(ctx, h, owned, target, epoch); changed {
-				owned = target
+			if e, changed := m.reconcile(ctx, h, owned, target, epoch); changed {
+				owned, epoch = target, e
 				continue // acknowledge at once: the new owners wait for it
 			}
 		}
-		if !clock.Sleep(ctx, interval) {
+		if !clock.Sleep(ctx, m.interval) {
 			return m.stop(h, owned, epoch)
 		}
 	}
 }
 
-// consumerSessionTimeout is the broker's default
-// group.consumer.session.timeout.ms: past it without an answer the member
-// counts its partitions as lost.
-const consumerSessionTimeout = 45 * time.Second
+// beat sends one heartbeat and keeps the schedule: an answer moves the
+// epoch, the interval and the time the session counts from (the sending,
+// as the coordinator's timer starts when it reads the request).
+func (m *ConsumerMember) beat(ctx context.Context, epoch int32, owned Assignment) (consumerHeartbeatAnswer, error) {
+	sent := time.Now()
+	ans, err := m.heartbeat(ctx, epoch, owned)
+	if err == nil {
+		err = brokerError(ans.ErrorCode, ans.ErrorMessage)
+		if coordinatorMoved(err) {
+			m.coord.reset()
+		}
+	}
+	if err != nil {
+		return ans, err
+	}
+	m.lastOK = sent
+	m.setEpoch(ans.Epoch)
+	if ans.HeartbeatIntervalMS > 0 {
+		m.interval = time.Duration(ans.HeartbeatIntervalMS) * time.Millisecond
+	}
+	return ans, nil
+}
 
 // unreleased is the end of a member whose instance id another member
 // holds: a twin, or this pod's predecessor that died without leaving
 // (SIGKILL, OOM), which the broker drops at its session timeout.
 func (m *ConsumerMember) unreleased(err error) error {
 	return fmt.Errorf("%w: group %s refused kafka.group_instance_id %q (%w): a running member holds it. Give each pod its own id (${POD_NAME} on a StatefulSet); "+
-		"if this pod's previous process died without stopping, the broker releases the id after group.consumer.session.timeout.ms (45s by default) and a restart then joins",
+		"if this pod's previous process died without stopping, the broker releases the id after the group's session (%s) and a restart then joins",
+		ErrFencedInstance, m.cfg.Group, m.cfg.InstanceID, err, m.session)
+}
+
+// fencedInstance is the end of a member whose instance id a newer member
+// took over.
+func (m *ConsumerMember) fencedInstance(err error) error {
+	return fmt.Errorf("%w: group %s gave kafka.group_instance_id %q to another process (%w); this one stops. "+
+		"Give each pod its own id (${POD_NAME} on a StatefulSet), or stop the other process",
 		ErrFencedInstance, m.cfg.Group, m.cfg.InstanceID, err)
 }
 
 // reconcile moves from owned to target: stop what left (committed while
-// still owned), start what came. It says whether anything changed.
-func (m *ConsumerMember) reconcile(ctx context.Context, h Handler, owned, target Assignment, epoch int32) bool {
+// still owned), start what came, heartbeating throughout. It returns the
+// epoch the heartbeats meanwhile reached and whether anything changed.
+func (m *ConsumerMember) reconcile(ctx context.Context, h Handler, owned, target Assignment, epoch int32) (int32, bool) {
 	revoked := owned.Minus(target)
 	added := target.Minus(owned)
 	if revoked.Count() == 0 && added.Count() == 0 {
-		return false
+		return epoch, false
 	}
 	g := Generation{ID: epoch, MemberID: m.id, Protocol: "consumer", Cooperative: true,
 		Assigned: target.Clone(), Added: added, Revoked: revoked, Moved: revoked.Count() + added.Count()}
@@ -225,37 +268,42 @@ func (m *ConsumerMember) reconcile(ctx context.Context, h Handler, owned, target
 		"partitions", target.Count(), "added", added.Count(), "revoked", revoked.Count(), "moved", g.Moved,
 		"assigned", map[string][]int(target))
 	if revoked.Count() > 0 {
-		m.revoke(ctx, h, revoked, owned, epoch)
+		epoch = m.beatWhile(ctx, "revoking", func() { h.Revoke(revoked) }, epoch, owned)
 	}
-	h.Assign(g)
-	return true
+	// What came is acknowledged only once started: until then the
+	// heartbeats name what the member kept.
+	epoch = m.beatWhile(ctx, "assigning", func() { h.Assign(g) }, epoch, owned.Minus(revoked))
+	return epoch, true
 }
 
-// revoke stops the partitions while heartbeats go on (the member still
-// owns them until it acknowledges, and a silent member is dropped).
-func (m *ConsumerMember) revoke(ctx context.Context, h Handler, revoked, owned Assignment, epoch int32) {
+// beatWhile runs the job's side of a change (fn) while heartbeats go on at
+// the coordinator's interval: the member still owns what it reports, and
+// a silent member is fenced when its session ends. An answer's assignment
+// is left for the acknowledging heartbeat after fn, which gets the whole
+// assignment again (every heartbeat is a full one). It returns the epoch
+// the answers reached.
+func (m *ConsumerMember) beatWhile(ctx context.Context, doing string, fn func(), epoch int32, owned Assignment) int32 {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		h.Revoke(revoked)
+		fn()
 	}()
+	t := time.NewTimer(m.interval)
+	defer t.Stop()
 	for {
 		select {
 		case <-done:
-			return
-		case <-time.After(revokeBeat):
-			// The answer's assignment is ignored: it is reconciled after
-			// the revoke, at the acknowledging heartbeat.
-			if _, err := m.heartbeat(context.WithoutCancel(ctx), epoch, owned); err != nil {
-				m.log.Warn("heartbeat while revoking failed", "err", err)
+			return epoch
+		case <-t.C:
+			if ans, err := m.beat(context.WithoutCancel(ctx), epoch, owned); err != nil {
+				m.log.Warn("heartbeat while "+doing+" failed", "err", err)
+			} else {
+				epoch = ans.Epoch
 			}
+			t.Reset(m.interval)
 		}
 	}
 }
-
-// revokeBeat is the heartbeat interval while partitions are committed
-// before they are let go of: well inside the broker's session timeout.
-const revokeBeat = 3 * time.Second
 
 // heartbeat sends one ConsumerGroupHeartbeat with the whole state.
 func (m *ConsumerMember) heartbeat(ctx context.Context, epoch int32, owned Assignment) (consumerHeartbeatAnswer, error) {
@@ -266,7 +314,7 @@ func (m *ConsumerMember) heartbeat(ctx context.Context, epoch int32, owned Assig
 	req := consumerHeartbeat{Group: m.cfg.Group, MemberID: m.id, Epoch: epoch, InstanceID: m.cfg.InstanceID, Rack: m.cfg.Rack,
 		RebalanceTimeoutMS: int32(m.cfg.RebalanceTimeout / time.Millisecond), Topics: slices.Sorted(slices.Values(m.cfg.Topics)),
 		Assignor: m.cfg.Assignor, Owned: ids}
-	hctx, cancel := context.WithTimeout(ctx, heartbeatTimeout)
+	hctx, cancel := context.WithTimeout(ctx, min(m.session, heartbeatTimeout))
 	defer cancel()
 	body, err := m.coord.exchange(hctx, apiConsumerGroupHeartbeat, consumerHeartbeatVersion, true, req.encode())
 	if err != nil {
@@ -355,7 +403,7 @@ func (m *ConsumerMember) lose(h Handler, owned Assignment, why error) {
 // stop is the end of Run: commit what is owned, then leave.
 func (m *ConsumerMember) stop(h Handler, owned Assignment, epoch int32) error {
 	if owned.Count() > 0 {
-		m.revoke(context.Background(), h, owned, owned, epoch)
+		epoch = m.beatWhile(context.Background(), "revoking", func() { h.Revoke(owned) }, epoch, owned)
 	}
 	if epoch <= 0 {
 		return nil // never joined, or already out

@@ -28,6 +28,7 @@ type coordinator struct {
 
 	mu   sync.Mutex
 	conn *fetch.Conn
+	node int32 // the coordinator's broker id, while conn is open
 }
 
 // get returns the open connection, finding and dialling the coordinator
@@ -39,7 +40,7 @@ func (c *coordinator) get(ctx context.Context) (*fetch.Conn, error) {
 	if conn != nil {
 		return conn, nil
 	}
-	addr, err := c.find(ctx)
+	addr, node, err := c.find(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -53,41 +54,51 @@ func (c *coordinator) get(ctx context.Context) (*fetch.Conn, error) {
 		conn.Close()
 		return c.conn, nil
 	}
-	c.conn = conn
+	c.conn, c.node = conn, node
 	return conn, nil
 }
 
+// nodeID is the coordinator's broker id.
+func (c *coordinator) nodeID(ctx context.Context) (int32, error) {
+	if _, err := c.get(ctx); err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.node, nil
+}
+
 // find asks the seed brokers in turn which broker coordinates the group.
-func (c *coordinator) find(ctx context.Context) (string, error) {
+func (c *coordinator) find(ctx context.Context) (string, int32, error) {
 	var errs []error
 	for _, seed := range c.seeds {
-		addr, err := c.ask(ctx, seed)
+		addr, node, err := c.ask(ctx, seed)
 		if err == nil {
-			return addr, nil
+			return addr, node, nil
 		}
 		if ctx.Err() != nil {
-			return "", ctx.Err()
+			return "", 0, ctx.Err()
 		}
 		errs = append(errs, err)
 	}
-	return "", fmt.Errorf("finding the coordinator of group %s: %w", c.group, errors.Join(errs...))
+	return "", 0, fmt.Errorf("finding the coordinator of group %s: %w", c.group, errors.Join(errs...))
 }
 
-func (c *coordinator) ask(ctx context.Context, seed string) (string, error) {
+func (c *coordinator) ask(ctx context.Context, seed string) (string, int32, error) {
 	conn, err := fetch.Dial(ctx, c.dialer, seed)
 	if err != nil {
-		return "", fmt.Errorf("seed %s: %w", seed, err)
+		return "", 0, fmt.Errorf("seed %s: %w", seed, err)
 	}
 	defer conn.Close()
 	msg, err := conn.Request(ctx, &findcoordinator.Request{Key: c.group})
 	if err != nil {
-		return "", fmt.Errorf("seed %s: %w", seed, err)
+		return "", 0, fmt.Errorf("seed %s: %w", seed, err)
 	}
 	res := msg.(*findcoordinator.Response)
 	if res.ErrorCode != 0 {
-		return "", fmt.Errorf("seed %s: %w", seed, kafka.Error(res.ErrorCode))
+		return "", 0, fmt.Errorf("seed %s: %w", seed, kafka.Error(res.ErrorCode))
 	}
-	return net.JoinHostPort(res.Host, strconv.Itoa(int(res.Port))), nil
+	return net.JoinHostPort(res.Host, strconv.Itoa(int(res.Port))), res.NodeID, nil
 }
 
 // request sends req to the coordinator. A failed request leaves the
