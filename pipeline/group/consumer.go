@@ -73,6 +73,9 @@ type ConsumerMember struct {
 
 	mu     sync.Mutex
 	topics topicMetadata
+	// subscribed is what the heartbeats subscribe to: the configured
+	// topics less those deleted since.
+	subscribed []string
 
 	// The schedule, touched only by Run's goroutine.
 	interval time.Duration // between heartbeats: the coordinator's
@@ -90,14 +93,15 @@ func NewConsumer(cfg ConsumerConfig) *ConsumerMember {
 	rand.Read(raw[:])
 	id := base64.RawURLEncoding.EncodeToString(raw[:])
 	return &ConsumerMember{
-		cfg:      cfg,
-		coord:    coordinator{dialer: cfg.Dialer, seeds: cfg.Brokers, group: cfg.Group},
-		commit:   coordinator{dialer: cfg.Dialer, seeds: cfg.Brokers, group: cfg.Group},
-		log:      log.With("group", cfg.Group, "group_protocol", "consumer"),
-		id:       id,
-		current:  newCurrent(id),
-		interval: 5 * time.Second, // until the coordinator says
-		session:  defaultConsumerSession,
+		cfg:        cfg,
+		coord:      coordinator{dialer: cfg.Dialer, seeds: cfg.Brokers, group: cfg.Group},
+		commit:     coordinator{dialer: cfg.Dialer, seeds: cfg.Brokers, group: cfg.Group},
+		log:        log.With("group", cfg.Group, "group_protocol", "consumer"),
+		id:         id,
+		current:    newCurrent(id),
+		subscribed: slices.Sorted(slices.Values(cfg.Topics)),
+		interval:   5 * time.Second, // until the coordinator says
+		session:    defaultConsumerSession,
 	}
 }
 
@@ -268,7 +272,15 @@ func (m *ConsumerMember) reconcile(ctx context.Context, h Handler, owned, target
 		"partitions", target.Count(), "added", added.Count(), "revoked", revoked.Count(), "moved", g.Moved,
 		"assigned", map[string][]int(target))
 	if revoked.Count() > 0 {
-		epoch = m.beatWhile(ctx, "revoking", func() { h.Revoke(revoked) }, epoch, owned)
+		gone := m.deletedOf(ctx, revoked)
+		epoch = m.beatWhile(ctx, "revoking", func() {
+			if gone.Count() > 0 {
+				h.Lose(gone) // nothing to commit to a topic that is no more
+			}
+			if rest := revoked.Minus(gone); rest.Count() > 0 {
+				h.Revoke(rest)
+			}
+		}, epoch, owned)
 	}
 	// What came is acknowledged only once started: until then the
 	// heartbeats name what the member kept.
@@ -312,7 +324,7 @@ func (m *ConsumerMember) heartbeat(ctx context.Context, epoch int32, owned Assig
 		return consumerHeartbeatAnswer{}, err
 	}
 	req := consumerHeartbeat{Group: m.cfg.Group, MemberID: m.id, Epoch: epoch, InstanceID: m.cfg.InstanceID, Rack: m.cfg.Rack,
-		RebalanceTimeoutMS: int32(m.cfg.RebalanceTimeout / time.Millisecond), Topics: slices.Sorted(slices.Values(m.cfg.Topics)),
+		RebalanceTimeoutMS: int32(m.cfg.RebalanceTimeout / time.Millisecond), Topics: m.subscription(),
 		Assignor: m.cfg.Assignor, Owned: ids}
 	hctx, cancel := context.WithTimeout(ctx, min(m.session, heartbeatTimeout))
 	defer cancel()
@@ -380,15 +392,61 @@ func (m *ConsumerMember) names(ctx context.Context, tps topicPartitions) (Assign
 	return out.Clone(), nil
 }
 
+// refresh reads the subscription's metadata. A topic the brokers no
+// longer know leaves the subscription, loudly; its id stays known, so the
+// partitions still owned of it can be named until they are let go of.
 func (m *ConsumerMember) refresh(ctx context.Context) error {
-	md, err := m.describe(ctx, m.cfg.Topics)
+	md, err := m.describe(ctx, m.subscription())
 	if err != nil {
 		return err
 	}
 	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, name := range m.topics.names {
+		if _, ok := md.ids[name]; !ok && slices.Contains(md.gone, name) {
+			md.names[id], md.ids[name] = name, id
+		}
+	}
 	m.topics = md
-	m.mu.Unlock()
+	for _, t := range md.gone {
+		i := slices.Index(m.subscribed, t)
+		switch {
+		case i < 0:
+		case len(m.subscribed) == 1:
+			m.log.Error("the job's last input topic was deleted: nothing is left to read until it is created again", "topic", t)
+		default:
+			m.subscribed = slices.Delete(m.subscribed, i, i+1)
+			m.log.Error("an input topic was deleted: it leaves the subscription and the other topics go on; create it again and restart the job to read it",
+				"topic", t, "subscribed", m.subscribed)
+		}
+	}
 	return nil
+}
+
+// subscription is the topics the member asks for.
+func (m *ConsumerMember) subscription() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.subscribed)
+}
+
+// deletedOf is the part of ps whose topics were deleted: the coordinator
+// takes a deleted topic out of every assignment, so a revoke is when to
+// ask. Metadata that cannot be read counts nothing as deleted.
+func (m *ConsumerMember) deletedOf(ctx context.Context, ps Assignment) Assignment {
+	if err := m.refresh(ctx); err != nil {
+		m.log.Warn("metadata of the subscription unreadable; revoking as usual", "err", err)
+		return Assignment{}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	gone := Assignment{}
+	for t, p := range ps {
+		if slices.Contains(m.topics.gone, t) {
+			gone[t] = slices.Clone(p)
+		}
+	}
+	return gone
 }
 
 // lose stops what the member owned after the group dropped it.

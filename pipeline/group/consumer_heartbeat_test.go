@@ -56,12 +56,15 @@ func (h *slowHandler) counts() (assigns, revokes, lost, owned int) {
 	return h.assigns, h.revokes, h.lost, h.owned.Count()
 }
 
-// kfakeConsumerGroup is an in-process cluster with one topic of n
-// partitions whose coordinator gives next-generation members the session
-// and heartbeat interval asked for.
-func kfakeConsumerGroup(t *testing.T, n int, session, interval time.Duration) *kfake.Cluster {
+// kfakeConsumerGroup is an in-process cluster with topics of n partitions
+// ("logs" when none is named) whose coordinator gives next-generation
+// members the session and heartbeat interval asked for.
+func kfakeConsumerGroup(t *testing.T, n int, session, interval time.Duration, topics ...string) *kfake.Cluster {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(n), "logs"), kfake.BrokerConfigs(map[string]string{
+	if len(topics) == 0 {
+		topics = []string{"logs"}
+	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(n), topics...), kfake.BrokerConfigs(map[string]string{
 		"group.consumer.session.timeout.ms":    durationMS(session),
 		"group.consumer.heartbeat.interval.ms": durationMS(interval),
 	}))
@@ -72,9 +75,13 @@ func kfakeConsumerGroup(t *testing.T, n int, session, interval time.Duration) *k
 	return c
 }
 
-// kfakeMember is a member of group on c's topic "logs".
-func kfakeMember(t *testing.T, c *kfake.Cluster, group, instance string) *ConsumerMember {
-	return NewConsumer(ConsumerConfig{Group: group, Topics: []string{"logs"}, InstanceID: instance, Brokers: c.ListenAddrs(),
+// kfakeMember is a member of group on c's topics ("logs" when none is
+// named).
+func kfakeMember(t *testing.T, c *kfake.Cluster, group, instance string, topics ...string) *ConsumerMember {
+	if len(topics) == 0 {
+		topics = []string{"logs"}
+	}
+	return NewConsumer(ConsumerConfig{Group: group, Topics: topics, InstanceID: instance, Brokers: c.ListenAddrs(),
 		Dialer: &kafka.Dialer{Timeout: 5 * time.Second}, RebalanceTimeout: 10 * time.Second,
 		Log: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
 }
