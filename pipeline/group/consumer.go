@@ -14,6 +14,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/logstore/logstore/internal/clock"
+	"github.com/logstore/logstore/internal/kafka/conn"
 )
 
 // ConsumerConfig is the settings of a member on the next-generation
@@ -123,7 +124,7 @@ func (m *ConsumerMember) Commit(ctx context.Context, epoch int32, topic string, 
 	if err != nil {
 		return fmt.Errorf("OffsetCommit v9 answer: %w", err)
 	}
-	if coordinatorMoved(kafka.Error(code)) {
+	if conn.Moved(kafka.Error(code)) {
 		m.commit.reset()
 	}
 	return brokerError(code, "")
@@ -142,7 +143,7 @@ func (m *ConsumerMember) Run(ctx context.Context, h Handler) error {
 	m.warnRackBlind(ctx)
 	owned := Assignment{}
 	epoch := epochJoin
-	backoff := retryBackoff
+	backoff := conn.Backoff{Min: retryBackoff, Max: maxRetryBackoff}
 	m.lastOK = time.Now()
 	for {
 		if ctx.Err() != nil {
@@ -177,22 +178,21 @@ func (m *ConsumerMember) Run(ctx context.Context, h Handler) error {
 			m.lose(h, owned, fmt.Errorf("%w: no heartbeat answered for %s, the group's session: %w", errLost, m.session, err))
 			owned, epoch = Assignment{}, epochJoin
 		default:
-			m.log.Warn("heartbeat failed; trying again", "err", err, "backoff", backoff)
+			m.log.Warn("heartbeat failed; trying again", "err", err)
 		}
 		if err != nil {
 			// Try again no later than the session's end, so the partitions
 			// are counted lost when the coordinator gives them away.
-			wait := backoff
+			wait := backoff.Next()
 			if owned.Count() > 0 {
 				wait = max(min(wait, time.Until(m.lastOK.Add(m.session))), time.Millisecond)
 			}
 			if !clock.Sleep(ctx, wait) {
 				return m.stop(h, owned, epoch)
 			}
-			backoff = min(2*backoff, maxRetryBackoff)
 			continue
 		}
-		backoff = retryBackoff
+		backoff.Reset()
 		if epoch == epochJoin {
 			m.readSession(ctx)
 		}
@@ -201,7 +201,7 @@ func (m *ConsumerMember) Run(ctx context.Context, h Handler) error {
 			target, err := m.names(ctx, ans.Assignment)
 			if err != nil {
 				m.log.Warn("the assignment names topics this member cannot name yet; asking again", "err", err)
-				if !clock.Sleep(ctx, backoff) {
+				if !clock.Sleep(ctx, backoff.Next()) {
 					return m.stop(h, owned, epoch)
 				}
 				continue
@@ -225,7 +225,7 @@ func (m *ConsumerMember) beat(ctx context.Context, epoch int32, owned Assignment
 	ans, err := m.heartbeat(ctx, epoch, owned)
 	if err == nil {
 		err = brokerError(ans.ErrorCode, ans.ErrorMessage)
-		if coordinatorMoved(err) {
+		if conn.Moved(err) {
 			m.coord.reset()
 		}
 	}
