@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -190,6 +191,63 @@ func TestConsumerProtocolDeletedTopicLeavesTheSubscription(t *testing.T) {
 	}
 	if log := logged.String(); !strings.Contains(log, "level=ERROR") || !strings.Contains(log, "topic="+doomed) {
 		t.Errorf("no error names the deleted topic; the log:\n%s", log)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Run ended: %v", err)
+	default:
+	}
+}
+
+// movingName resolves one name to an address the test moves, as DNS does
+// for a cluster that came back elsewhere; other names as written.
+type movingName struct {
+	name string
+	mu   sync.Mutex
+	addr string
+}
+
+func (n *movingName) LookupHost(_ context.Context, host string) ([]string, error) {
+	if host != n.name {
+		return nil, nil
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return []string{n.addr}, nil
+}
+
+// TestConsumerProtocolMemberFollowsAClusterThatMoves: a member whose only
+// bootstrap address is a name; the whole cluster goes away and comes back
+// at other addresses. The member finds its coordinator again through the
+// name (resolved anew at every lookup) within its session: it keeps its
+// partitions, nothing lost or assigned again, and the coordinator still
+// counts it.
+func TestConsumerProtocolMemberFollowsAClusterThatMoves(t *testing.T) {
+	_, cfg := consumerGroupOn(t, 2)
+	before := testkit.StartKafkaProxy(t, testkit.Brokers)
+	name := &movingName{name: "kafka.logstore.test", addr: before.Addrs[testkit.Brokers[0]]}
+	m := clusterMember(t, cfg, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
+	m.cfg.Brokers = []string{name.name + ":9092"}
+	m.cfg.Dialer.Resolver = name
+	m.coord.seeds, m.coord.dialer = m.cfg.Brokers, m.cfg.Dialer
+	m.commit.seeds, m.commit.dialer = m.cfg.Brokers, m.cfg.Dialer
+	h := &slowHandler{}
+	done := runMember(t, m, h)
+	waitHeld(t, h, 2, 30*time.Second)
+	epoch, _ := m.Current()
+
+	before.Close()
+	after := testkit.StartKafkaProxy(t, testkit.Brokers)
+	name.mu.Lock()
+	name.addr = after.Addrs[testkit.Brokers[0]]
+	name.mu.Unlock()
+	time.Sleep(3 * m.interval) // heartbeats through the new addresses
+	assigns, revokes, lost, owned := h.counts()
+	now, _ := m.Current()
+	member := describeMember(t, adminClient(t), cfg.Group)
+	t.Logf("after the move: %d assigns, %d revokes, %d losses, %d held; epoch %d -> %d; coordinator sees epoch %d", assigns, revokes, lost, owned, epoch, now, member.MemberEpoch)
+	if assigns != 1 || revokes != 0 || lost != 0 || owned != 2 || member.MemberEpoch != now {
+		t.Errorf("want the member to keep its 2 partitions through the move, counted by the coordinator")
 	}
 	select {
 	case err := <-done:
