@@ -15,6 +15,8 @@ import (
 
 	"github.com/logstore/logstore/internal/clock"
 	"github.com/logstore/logstore/internal/kafka/conn"
+
+	"github.com/logstore/logstore/pipeline/group/wire"
 )
 
 // ConsumerConfig is the settings of a member on the next-generation
@@ -114,13 +116,13 @@ func (m *ConsumerMember) setEpoch(epoch int32) { m.set(epoch, m.id) }
 // ErrFencedMemberEpoch or kafka.UnknownMemberId (the partition is not
 // this member's any more).
 func (m *ConsumerMember) Commit(ctx context.Context, epoch int32, topic string, partition int, offset int64, metadata string) error {
-	req := offsetCommit{Group: m.cfg.Group, MemberID: m.id, InstanceID: m.cfg.InstanceID, Epoch: epoch,
+	req := wire.OffsetCommit{Group: m.cfg.Group, MemberID: m.id, InstanceID: m.cfg.InstanceID, Epoch: epoch,
 		Topic: topic, Partition: int32(partition), Offset: offset, Metadata: metadata}
-	body, err := m.commit.exchange(ctx, apiOffsetCommit, offsetCommitMemberVersion, true, req.encode())
+	body, err := m.commit.exchange(ctx, wire.APIOffsetCommit, wire.OffsetCommitMemberVersion, true, req.Encode())
 	if err != nil {
 		return err
 	}
-	code, err := decodeOffsetCommitAnswer(body, topic, int32(partition))
+	code, err := wire.DecodeOffsetCommitAnswer(body, topic, int32(partition))
 	if err != nil {
 		return fmt.Errorf("OffsetCommit v9 answer: %w", err)
 	}
@@ -142,7 +144,7 @@ func (m *ConsumerMember) Run(ctx context.Context, h Handler) error {
 	defer m.commit.reset()
 	m.warnRackBlind(ctx)
 	owned := Assignment{}
-	epoch := epochJoin
+	epoch := wire.EpochJoin
 	backoff := conn.Backoff{Min: retryBackoff, Max: maxRetryBackoff}
 	m.lastOK = time.Now()
 	for {
@@ -156,7 +158,7 @@ func (m *ConsumerMember) Run(ctx context.Context, h Handler) error {
 			return m.stop(h, owned, epoch)
 		case errors.Is(err, ErrFencedMemberEpoch), errors.Is(err, kafka.UnknownMemberId):
 			m.lose(h, owned, err)
-			owned, epoch = Assignment{}, epochJoin
+			owned, epoch = Assignment{}, wire.EpochJoin
 			continue
 		case errors.Is(err, errUnreleasedInstanceID):
 			// The coordinator keeps the member that holds the instance id
@@ -174,9 +176,9 @@ func (m *ConsumerMember) Run(ctx context.Context, h Handler) error {
 		case fatalConsumerError(err):
 			h.Lose(owned)
 			return m.refusalConsumer(err)
-		case !errors.Is(err, errMetadata) && time.Since(m.lastOK) >= m.session && owned.Count() > 0:
+		case !errors.Is(err, wire.ErrMalformed) && time.Since(m.lastOK) >= m.session && owned.Count() > 0:
 			m.lose(h, owned, fmt.Errorf("%w: no heartbeat answered for %s, the group's session: %w", errLost, m.session, err))
-			owned, epoch = Assignment{}, epochJoin
+			owned, epoch = Assignment{}, wire.EpochJoin
 		default:
 			m.log.Warn("heartbeat failed; trying again", "err", err)
 		}
@@ -193,7 +195,7 @@ func (m *ConsumerMember) Run(ctx context.Context, h Handler) error {
 			continue
 		}
 		backoff.Reset()
-		if epoch == epochJoin {
+		if epoch == wire.EpochJoin {
 			m.readSession(ctx)
 		}
 		epoch = ans.Epoch
@@ -220,7 +222,7 @@ func (m *ConsumerMember) Run(ctx context.Context, h Handler) error {
 // beat sends one heartbeat and keeps the schedule: an answer moves the
 // epoch, the interval and the time the session counts from (the sending,
 // as the coordinator's timer starts when it reads the request).
-func (m *ConsumerMember) beat(ctx context.Context, epoch int32, owned Assignment) (consumerHeartbeatAnswer, error) {
+func (m *ConsumerMember) beat(ctx context.Context, epoch int32, owned Assignment) (wire.ConsumerHeartbeatAnswer, error) {
 	sent := time.Now()
 	ans, err := m.heartbeat(ctx, epoch, owned)
 	if err == nil {
@@ -318,30 +320,30 @@ func (m *ConsumerMember) beatWhile(ctx context.Context, doing string, fn func(),
 }
 
 // heartbeat sends one ConsumerGroupHeartbeat with the whole state.
-func (m *ConsumerMember) heartbeat(ctx context.Context, epoch int32, owned Assignment) (consumerHeartbeatAnswer, error) {
+func (m *ConsumerMember) heartbeat(ctx context.Context, epoch int32, owned Assignment) (wire.ConsumerHeartbeatAnswer, error) {
 	ids, err := m.ids(ctx, owned)
 	if err != nil {
-		return consumerHeartbeatAnswer{}, err
+		return wire.ConsumerHeartbeatAnswer{}, err
 	}
-	req := consumerHeartbeat{Group: m.cfg.Group, MemberID: m.id, Epoch: epoch, InstanceID: m.cfg.InstanceID, Rack: m.cfg.Rack,
+	req := wire.ConsumerHeartbeat{Group: m.cfg.Group, MemberID: m.id, Epoch: epoch, InstanceID: m.cfg.InstanceID, Rack: m.cfg.Rack,
 		RebalanceTimeoutMS: int32(m.cfg.RebalanceTimeout / time.Millisecond), Topics: m.subscription(),
 		Assignor: m.cfg.Assignor, Owned: ids}
 	hctx, cancel := context.WithTimeout(ctx, min(m.session, heartbeatTimeout))
 	defer cancel()
-	body, err := m.coord.exchange(hctx, apiConsumerGroupHeartbeat, consumerHeartbeatVersion, true, req.encode())
+	body, err := m.coord.exchange(hctx, wire.APIConsumerGroupHeartbeat, wire.ConsumerHeartbeatVersion, true, req.Encode())
 	if err != nil {
-		return consumerHeartbeatAnswer{}, fmt.Errorf("ConsumerGroupHeartbeat: %w", err)
+		return wire.ConsumerHeartbeatAnswer{}, fmt.Errorf("ConsumerGroupHeartbeat: %w", err)
 	}
-	ans, err := decodeConsumerHeartbeatAnswer(body)
+	ans, err := wire.DecodeConsumerHeartbeatAnswer(body)
 	if err != nil {
-		return consumerHeartbeatAnswer{}, fmt.Errorf("ConsumerGroupHeartbeat answer: %w", err)
+		return wire.ConsumerHeartbeatAnswer{}, fmt.Errorf("ConsumerGroupHeartbeat answer: %w", err)
 	}
 	return ans, nil
 }
 
 // ids names owned by topic id.
-func (m *ConsumerMember) ids(ctx context.Context, owned Assignment) (topicPartitions, error) {
-	out := topicPartitions{}
+func (m *ConsumerMember) ids(ctx context.Context, owned Assignment) (wire.TopicPartitions, error) {
+	out := wire.TopicPartitions{}
 	for t, ps := range owned {
 		id, ok := m.topicID(t)
 		if !ok {
@@ -368,7 +370,7 @@ func (m *ConsumerMember) topicID(topic string) ([16]byte, bool) {
 
 // names names an assignment's topics; an id it does not know (a topic
 // recreated) makes it ask for the metadata again.
-func (m *ConsumerMember) names(ctx context.Context, tps topicPartitions) (Assignment, error) {
+func (m *ConsumerMember) names(ctx context.Context, tps wire.TopicPartitions) (Assignment, error) {
 	out := Assignment{}
 	for id, ps := range tps {
 		m.mu.Lock()
@@ -466,9 +468,9 @@ func (m *ConsumerMember) stop(h Handler, owned Assignment, epoch int32) error {
 	if epoch <= 0 {
 		return nil // never joined, or already out
 	}
-	leave, how := epochLeave, "left the group"
+	leave, how := wire.EpochLeave, "left the group"
 	if m.cfg.InstanceID != "" && !m.cfg.LeaveOnShutdown {
-		leave, how = epochLeaveStatic, "static member stopping: a restart within the session timeout takes its partitions back with no rebalance"
+		leave, how = wire.EpochLeaveStatic, "static member stopping: a restart within the session timeout takes its partitions back with no rebalance"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
