@@ -241,6 +241,7 @@ func (s *S3Store) putMultipart(ctx context.Context, key string, body io.ReaderAt
 		firstErr = ctx.Err()
 	}
 	if firstErr == nil {
+		failpointStoring(key)
 		_, err = s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
 			Bucket:          &s.bucket,
 			Key:             &key,
