@@ -82,7 +82,7 @@ func storingPoint(key string) string {
 	switch {
 	case strings.HasSuffix(dir, "/_errors"):
 		return FailStoringDeadLetters
-	case strings.HasPrefix(dir, "/_logstore/") || strings.Contains(dir, "/_logstore/") || strings.HasSuffix(dir, "/_logstore"):
+	case underMeta(dir + "/"):
 		return FailStoringMeta
 	}
 	return FailStoringData

@@ -1451,7 +1451,7 @@ func TestIAMPolicyCoversTheJob(t *testing.T) {
 		{[]string{"kafka-cluster:Connect", "kafka-cluster:DescribeCluster", "kafka-cluster:DescribeClusterDynamicConfiguration"}, ":cluster/"},
 		{[]string{"kafka-cluster:DescribeGroup", "kafka-cluster:AlterGroup"}, "/" + cfg.Kafka.Group},
 		{[]string{"s3:PutObject", "s3:GetObject", "s3:DeleteObject", "s3:AbortMultipartUpload"}, ":::" + bucket + "/" + prefix + "/*"},
-		{[]string{"s3:ListBucket"}, ":::" + bucket},
+		{[]string{"s3:ListBucket", "s3:ListBucketMultipartUploads"}, ":::" + bucket},
 	}
 	for _, topic := range cfg.Kafka.Topics {
 		needs = append(needs, need{[]string{"kafka-cluster:DescribeTopic", "kafka-cluster:ReadData"}, "/" + topic})
