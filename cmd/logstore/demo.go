@@ -41,7 +41,7 @@ var demoZoneNames = []string{"az-a", "az-b", "az-c"}
 // time, so its offsets start at 0 again, and a run into the last one's
 // folder found its output's resume records done and read nothing.
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("demo", "[--records N] [--output URL] [--table]", stderr)
+	fs := newFlags("demo", "[--records N] [--output URL] [--table]", stdout, stderr)
 	records := fs.Int("records", 300_000, "log records to produce")
 	partitions := fs.Int("partitions", 6, "partitions of the demo topic")
 	output := fs.String("output", "logstore-demo", "where each run's folder goes: a folder, file:///path or s3://bucket/prefix (endpoint from AWS_ENDPOINT_URL_S3)")
