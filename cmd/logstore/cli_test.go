@@ -57,6 +57,10 @@ func TestCheckNamesTheBadKeyAndItsLine(t *testing.T) {
 		{"misspelt key", "group:", "gruop:", []string{`"gruop"`, "configs/reference.yaml"}},
 		{"bad enum", "format: text", "format: yaml", []string{"log.format", `"yaml"`, "json, text"}},
 		{"bad nested enum", "follower_fetching: auto", "follower_fetching: sometimes", []string{"rack.follower_fetching", "auto, on, off"}},
+		// They passed check, then the reader fetched 8 MiB a partition.
+		{"negative fetch size", "start_offset: earliest", "fetch: {max_bytes: -1}", []string{"kafka.fetch.max_bytes", "-1 is negative", "1MiB"}},
+		{"negative fetch wait", "start_offset: earliest", "fetch: {max_wait: -1s}", []string{"kafka.fetch.max_wait", "-1s is negative", "500ms"}},
+		{"negative batch limit", "max_rows: 50000", "max_rows: -5", []string{"batch.max_rows", "-5 is negative"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
