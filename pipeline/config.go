@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -704,3 +705,7 @@ func expandEnv(name string, raw []byte) ([]byte, error) {
 	}
 	return nil, missing
 }
+
+// Build is the TLS configuration of `kafka.tls` (nil when it is off), for a
+// client of the input cluster other than the job's own (`logstore status`).
+func (t TLSConfig) Build() (*tls.Config, error) { return tlsConfig(t) }
