@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -49,6 +50,9 @@ type partitionStatus struct {
 	Member    string `json:"member,omitempty"`
 	// Mark is the pending cut a committed cut mark names (-1: none).
 	Mark int64 `json:"pending_cut"`
+	// CommittedAt is when the commit was made, from its metadata; nil for
+	// a cut mark or a commit of a binary that wrote no time.
+	CommittedAt *time.Time `json:"committed_at"`
 }
 
 // statusClient is a franz-go client of the input cluster with the job's TLS
@@ -224,6 +228,9 @@ func readLag(ctx context.Context, cl *kgo.Client, cfg *pipeline.Config, st *grou
 			key := fmt.Sprintf("%s/%d", t.Topic, p.Partition)
 			if c, ok := committed[key]; ok {
 				ps.Committed, ps.Mark = c.offset, pendingCut(c.metadata)
+				if at, ok := pipeline.CommitTime(c.metadata); ok {
+					ps.CommittedAt = &at
+				}
 				ps.Lag = max(0, ps.End-ps.Committed)
 				st.Lag += ps.Lag
 			}

@@ -62,7 +62,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		enc.SetIndent("", "  ")
 		return enc.Encode(st)
 	}
-	return writeStatus(stdout, st)
+	return writeStatus(stdout, st, time.Now())
 }
 
 // readLocalShares asks each member's /metrics (its host, the port of
@@ -119,7 +119,7 @@ func memberLocalShare(ctx context.Context, client *http.Client, url string) (*fl
 	return &share, nil
 }
 
-func writeStatus(w io.Writer, st *groupStatus) error {
+func writeStatus(w io.Writer, st *groupStatus, now time.Time) error {
 	fmt.Fprintf(w, "group %s (%s protocol), %s, %d members, lag %d\n\n", st.Group, st.Protocol, strings.ToLower(st.State), len(st.Members), st.Lag)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "MEMBER\tZONE\tHOST\tCLIENT\tPARTITIONS\tLAG\tLOCAL")
@@ -139,9 +139,12 @@ func writeStatus(w io.Writer, st *groupStatus) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", name, zone, m.Host, m.ClientID, partitionList(m.Partitions), m.Lag, local)
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tEND\tCOMMITTED\tLAG\tPENDING CUT\tMEMBER")
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tEND\tCOMMITTED\tLAG\tCOMMIT AGE\tPENDING CUT\tMEMBER")
 	for _, p := range st.Partitions {
-		committed, lag, cut := "-", "-", "-"
+		committed, lag, cut, age := "-", "-", "-", "-"
+		if p.CommittedAt != nil {
+			age = now.Sub(*p.CommittedAt).Round(100 * time.Millisecond).String()
+		}
 		if p.Committed >= 0 {
 			committed, lag = strconv.FormatInt(p.Committed, 10), strconv.FormatInt(p.Lag, 10)
 		}
@@ -152,7 +155,7 @@ func writeStatus(w io.Writer, st *groupStatus) error {
 		if member == "" {
 			member = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, p.End, committed, lag, cut, member)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, p.End, committed, lag, age, cut, member)
 	}
 	return tw.Flush()
 }

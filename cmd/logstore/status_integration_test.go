@@ -18,7 +18,7 @@ import (
 // SIGKILLed: the cluster still counts it until its session ends, and status
 // shows all four with their zones, hosts and partitions, every partition's
 // lag (its end minus the group's commit, checked here against kafka-go's
-// own OffsetFetch) and the total; the members' /metrics are off, so each
+// own OffsetFetch), each commit's time, and the total; the members' /metrics are off, so each
 // local share is unknown. Both group protocols.
 func TestStatusShowsMembersZonesAndLag(t *testing.T) {
 	for _, protocol := range []string{"classic", "consumer"} {
@@ -81,6 +81,9 @@ func TestStatusShowsMembersZonesAndLag(t *testing.T) {
 			for _, p := range st.Partitions {
 				if c := committed[int(p.Partition)]; c >= 0 && p.Committed < c {
 					t.Errorf("%s/%d: status says committed %d, the group has %d (commits only grow)", p.Topic, p.Partition, p.Committed, c)
+				}
+				if p.Committed >= 0 && p.Mark < 0 && (p.CommittedAt == nil || time.Since(*p.CommittedAt) > time.Minute || time.Until(*p.CommittedAt) > time.Second) {
+					t.Errorf("%s/%d: committed at %v; want the time of a commit made in this run", p.Topic, p.Partition, p.CommittedAt)
 				}
 				if p.Committed >= 0 && p.Lag != p.End-p.Committed {
 					t.Errorf("%s/%d: lag %d, want end %d - committed %d", p.Topic, p.Partition, p.Lag, p.End, p.Committed)
