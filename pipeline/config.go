@@ -1,9 +1,11 @@
 package pipeline
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"reflect"
 	"regexp"
@@ -191,9 +193,9 @@ func (c *Config) SetDefaults() {
 		k.OnOffsetOutOfRange = "fail"
 	}
 	confkey.Default(&k.Fetch.MinBytes, 1)
-	confkey.Default(&k.Fetch.MaxBytes, 1<<20)
+	confkey.Default(&k.Fetch.MaxBytes, fetch.DefaultFetchMaxBytes)
 	confkey.Default(&k.Fetch.RequestMaxBytes, fetch.DefaultFetchRequestMaxBytes)
-	confkey.Default(&k.Fetch.MaxWait, 500*time.Millisecond)
+	confkey.Default(&k.Fetch.MaxWait, fetch.DefaultFetchMaxWait)
 	confkey.Default(&k.Fetch.PreferredReplicaLease, 5*time.Minute)
 	confkey.Default(&k.Fetch.ReplicaBackoff, fetch.DefaultReplicaBackoff)
 	confkey.Default(&k.Fetch.ReplicaBackoffMax, fetch.DefaultReplicaBackoffMax)
@@ -289,7 +291,25 @@ func (c *Config) Validate() error {
 	if k.MaxRecordsPerSecond < 0 {
 		return confkey.Errorf("kafka.max_records_per_second", "must be 0 (unlimited) or positive")
 	}
-	if f := k.Fetch; f.ReplicaBackoff < 0 || f.ReplicaBackoffMax < f.ReplicaBackoff {
+	f := k.Fetch
+	if err := firstNegative(
+		limit{"kafka.fetch.min_bytes", f.MinBytes < 0, f.MinBytes, "1"},
+		limit{"kafka.fetch.max_bytes", f.MaxBytes < 0, f.MaxBytes, "1MiB"},
+		limit{"kafka.fetch.request_max_bytes", f.RequestMaxBytes < 0, f.RequestMaxBytes, "50MiB"},
+		limit{"kafka.fetch.max_wait", f.MaxWait < 0, f.MaxWait, fetch.DefaultFetchMaxWait.String()},
+		limit{"kafka.fetch.preferred_replica_lease", f.PreferredReplicaLease < 0, f.PreferredReplicaLease, "5m"},
+		limit{"kafka.fetch.replica_backoff", f.ReplicaBackoff < 0, f.ReplicaBackoff, fetch.DefaultReplicaBackoff.String()},
+	); err != nil {
+		return err
+	}
+	// Fetch sizes are int32 on the wire.
+	if f.MaxBytes > math.MaxInt32 {
+		return confkey.Errorf("kafka.fetch.max_bytes", "%d is over the 2147483647 bytes a Kafka fetch can ask for", f.MaxBytes)
+	}
+	if f.RequestMaxBytes > math.MaxInt32 {
+		return confkey.Errorf("kafka.fetch.request_max_bytes", "%d is over the 2147483647 bytes a Kafka fetch can ask for", f.RequestMaxBytes)
+	}
+	if f.ReplicaBackoffMax < f.ReplicaBackoff {
 		return confkey.Errorf("kafka.fetch.replica_backoff_max", "%s is shorter than replica_backoff (%s); the wait only grows", f.ReplicaBackoffMax, f.ReplicaBackoff)
 	}
 	if k.HeartbeatInterval >= k.SessionTimeout {
@@ -327,8 +347,12 @@ func (c *Config) Validate() error {
 		return err
 	}
 	b := &c.Batch
-	if b.MaxRows < 0 || b.MaxBytes < 0 || b.MaxAge < 0 {
-		return confkey.Errorf("batch", "limits must be positive")
+	if err := firstNegative(
+		limit{"batch.max_rows", b.MaxRows < 0, b.MaxRows, "0 (no limit)"},
+		limit{"batch.max_bytes", b.MaxBytes < 0, b.MaxBytes, "0 (no limit)"},
+		limit{"batch.max_age", b.MaxAge < 0, b.MaxAge, "5m"},
+	); err != nil {
+		return err
 	}
 	if b.MemoryBudget < 16<<20 {
 		return confkey.Errorf("batch.memory_budget", "%d is below the minimum of 16 MiB (16777216)", b.MemoryBudget)
@@ -356,6 +380,27 @@ func (c *Config) Validate() error {
 	}
 	if c.Run.ShutdownTimeout < time.Second {
 		return confkey.Errorf("run.shutdown_timeout", "%s is too short to flush; use at least 1s", c.Run.ShutdownTimeout)
+	}
+	return nil
+}
+
+// limit is a key that may not be negative; unset is what leaving it out (or
+// 0) gives.
+type limit struct {
+	key      string
+	negative bool
+	value    any
+	unset    string
+}
+
+// firstNegative names the first negative limit: a negative value is not
+// "unset" to the code that reads it (the reader fetched 8 MiB for a
+// kafka.fetch.max_bytes of -1), so it is refused here.
+func firstNegative(limits ...limit) error {
+	for _, l := range limits {
+		if l.negative {
+			return confkey.Errorf(l.key, "%v is negative; leave it out (or write 0) for the default, %s, or give a positive value", l.value, l.unset)
+		}
 	}
 	return nil
 }
@@ -471,6 +516,9 @@ func Parse(name string, raw []byte) (*Config, error) {
 	if err != nil {
 		return nil, yamlError(name, err)
 	}
+	if err := checkOneDocument(name, file); err != nil {
+		return nil, err
+	}
 	if err := checkAliases(name, file); err != nil {
 		return nil, err
 	}
@@ -489,6 +537,24 @@ func Parse(name string, raw []byte) (*Config, error) {
 		return nil, locate(name, file, err)
 	}
 	return &c, nil
+}
+
+// checkOneDocument refuses keys after a `---`: the config is the first
+// document, and a second one (a job pasted below another, a config split
+// in two) was silently dropped. An empty document (a closing --- or ...)
+// holds nothing to lose.
+func checkOneDocument(name string, file *ast.File) error {
+	for i, d := range file.Docs {
+		if i == 0 || d.Body == nil {
+			continue
+		}
+		ce := &ConfigError{File: name, Msg: "a second YAML document starts here, after a ---; a config is one document: merge its keys into the first (or remove the ---), or give the other job a file of its own"}
+		if tk := d.Body.GetToken(); tk != nil && tk.Position != nil {
+			ce.Line, ce.Column = tk.Position.Line, tk.Position.Column
+		}
+		return ce
+	}
+	return nil
 }
 
 // yamlError turns a parser or decoder error into file:line:col and a short
@@ -642,3 +708,7 @@ func expandEnv(name string, raw []byte) ([]byte, error) {
 	}
 	return nil, missing
 }
+
+// Build is the TLS configuration of `kafka.tls` (nil when it is off), for a
+// client of the input cluster other than the job's own (`logstore status`).
+func (t TLSConfig) Build() (*tls.Config, error) { return tlsConfig(t) }

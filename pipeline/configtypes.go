@@ -19,7 +19,8 @@ import (
 // an unknown key or a value of the wrong kind is reported with its key path
 // and what the key takes, in the config's words: the decoder's own errors
 // name Go types and struct fields (`cannot unmarshal []interface {} into Go
-// struct field Config.Batch of type time.Duration`) and no key.
+// struct field Config.Batch of type time.Duration`) and no key. On the way
+// it turns sizes with units into bytes (configsize.go).
 func checkTypes(name string, file *ast.File, t reflect.Type) error {
 	if len(file.Docs) == 0 {
 		return nil
@@ -139,6 +140,11 @@ func (tc *typeCheck) value(n ast.Node, t reflect.Type, key string) error {
 			f, ok := fields[name]
 			if !ok {
 				return tc.fail(e.Key, "", "%s", unknownKey(name, key, fields))
+			}
+			if isSizeKey(name, f) {
+				if err := tc.readSize(e, join(key, name)); err != nil {
+					return err
+				}
 			}
 			if err := tc.value(e.Value, f, join(key, name)); err != nil {
 				return err
@@ -274,8 +280,8 @@ func expected(t reflect.Type, key string) string {
 	case reflect.Bool:
 		return "true or false"
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		if strings.HasSuffix(key, "bytes") || strings.HasSuffix(key, "budget") {
-			return "a whole number of bytes (134217728 for 128 MiB)"
+		if isSizeKey(key, t) {
+			return sizeHint
 		}
 		return "a whole number"
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:

@@ -22,7 +22,8 @@
 //     by the row alone, so a re-cut staged in other chunks gives the same
 //     files. A re-cut stages under the layout of its mark and never waits
 //     on the memory budget;
-//  4. commit next.
+//  4. commit next, with the commit's time "at:<Unix ms>" as metadata
+//     (committime.go; read as no mark, as the empty metadata before it).
 //
 // The invariant: the committed offset moves past a record only after every
 // sink holds it, and while a cut mark is committed the batch from first is

@@ -451,13 +451,9 @@ func logRecord(gen *loggen.Gen, partition int) *kgo.Record {
 // endOffsets are the high watermarks of partitions 0..n-1.
 func endOffsets(t *testing.T, client *kafka.Client, topic string, n int) map[int]int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ends, err := listOffsets(ctx, client, topic, partitionIDs(n), kafka.ReadUncommitted, kafka.LastOffsetOf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ends
+	return afterLeadersSettle(t, "listing the end offsets of "+topic, 30*time.Second, func(ctx context.Context) (map[int]int64, error) {
+		return listOffsets(ctx, client, topic, partitionIDs(n), kafka.ReadUncommitted, kafka.LastOffsetOf)
+	})
 }
 
 func partitionIDs(n int) []int {

@@ -61,6 +61,9 @@ type groupCommitter struct {
 }
 
 func (g *groupCommitter) commit(ctx context.Context, topic string, partition int, offset int64, metadata string) error {
+	if metadata == "" {
+		metadata = commitTimeMeta(time.Now()) // committime.go
+	}
 	resp, err := g.client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{
 		GroupID:      g.group,
 		GenerationID: g.generation,
@@ -153,6 +156,9 @@ type epochCommitter struct {
 }
 
 func (c epochCommitter) commit(ctx context.Context, topic string, partition int, offset int64, metadata string) error {
+	if metadata == "" {
+		metadata = commitTimeMeta(time.Now()) // committime.go
+	}
 	err := c.member.Commit(ctx, c.epoch, topic, partition, offset, metadata)
 	if err == nil {
 		return nil

@@ -295,3 +295,11 @@ func (r *userDataReader) string() string {
 	r.buf = r.buf[n:]
 	return s
 }
+
+// UserDataRack is the rack a member put in its JoinGroup user data (what
+// `logstore status` shows as its zone); an error when the data is not
+// logstore's.
+func UserDataRack(b []byte) (string, error) {
+	d, err := decodeUserData(b)
+	return d.Rack, err
+}

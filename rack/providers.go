@@ -143,13 +143,18 @@ const maxMetadataBody = 1 << 20
 // httpStatusError is a non-200 answer. HTTPStatusCode matches the AWS SDK's
 // errors so endpoint.notHere reads both the same way.
 type httpStatusError struct {
+	method string // "" is GET
 	url    string
 	status int
 	body   string
 }
 
 func (e *httpStatusError) Error() string {
-	msg := fmt.Sprintf("GET %s: HTTP %d", e.url, e.status)
+	method := e.method
+	if method == "" {
+		method = http.MethodGet
+	}
+	msg := fmt.Sprintf("%s %s: HTTP %d", method, e.url, e.status)
 	if e.body != "" {
 		msg += ": " + e.body
 	}

@@ -62,6 +62,13 @@ func findIMDS(ctx context.Context, cfg Config) (Identity, error) {
 			return Identity{}, fmt.Errorf("IMDS at %s took the connection but did not answer: %w", ep.base, err)
 		}
 		var status *httpStatusError
+		if errors.As(err, &status) && status.status == http.StatusForbidden && strings.HasSuffix(status.url, "/api/token") {
+			// IMDS answers the token's PUT with 403 when it is switched off
+			// on the instance, or when the request carries X-Forwarded-For:
+			// it went through a proxy (a mesh sidecar, an egress proxy),
+			// which IMDSv2 refuses by design. Neither is about IMDSv1.
+			return Identity{}, fmt.Errorf("IMDS at %s refused the IMDSv2 session token: %w; IMDS answers 403 when it is disabled on the instance (its metadata options' http-endpoint: enable it) or when the request passed a proxy that added X-Forwarded-For (a mesh sidecar or egress proxy: exempt 169.254.169.254 from it); or set rack.static (LOGSTORE_RACK) or use the Kubernetes node labels provider", ep.base, err)
+		}
 		if !cfg.IMDSv1Fallback && errors.As(err, &status) && strings.HasSuffix(status.url, "/api/token") {
 			return Identity{}, fmt.Errorf("IMDS at %s refused the IMDSv2 session token: %w; require IMDSv2 on the instance (http-tokens required), or set rack.imds_v1_fallback: true to allow IMDSv1", ep.base, err)
 		}
@@ -82,6 +89,7 @@ func findIMDS(ctx context.Context, cfg Config) (Identity, error) {
 type wireWatcher struct {
 	client *http.Client
 	mu     sync.Mutex
+	method string
 	url    string
 	err    error
 	status int
@@ -91,7 +99,7 @@ func (w *wireWatcher) Do(req *http.Request) (*http.Response, error) {
 	resp, err := w.client.Do(req)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.url, w.err, w.status = req.URL.String(), err, 0
+	w.method, w.url, w.err, w.status = req.Method, req.URL.String(), err, 0
 	if err == nil {
 		w.status = resp.StatusCode
 	}
@@ -112,7 +120,7 @@ func (w *wireWatcher) cause(sdkErr error) error {
 	case w.err != nil:
 		return w.err
 	case w.status >= 300:
-		return &httpStatusError{url: w.url, status: w.status}
+		return &httpStatusError{method: w.method, url: w.url, status: w.status}
 	}
 	return sdkErr
 }

@@ -75,3 +75,37 @@ func TestIMDSv1OnlyWhenConfigured(t *testing.T) {
 		})
 	}
 }
+
+// TestIMDSTokenForbiddenSaysWhy: an IMDS that answers the token request
+// with 403 was reported as "GET …/api/token" (the request is a PUT) with
+// advice to require IMDSv2, which does not help: IMDS answers 403 when it is
+// disabled on the instance or when the request carries X-Forwarded-For (it
+// passed a proxy).
+func TestIMDSTokenForbiddenSaysWhy(t *testing.T) {
+	isolate(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "Forbidden", http.StatusForbidden)
+	}))
+	defer srv.Close()
+	t.Setenv(envIMDSEndpoint, srv.URL)
+	res, err := Detect(context.Background(), Config{
+		Providers: []string{"aws-imds"}, ProviderTimeout: time.Second, Budget: 3 * time.Second,
+	}, discardLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := res.Trace[0]
+	if got.Outcome != OutcomeError {
+		t.Fatalf("trace = %+v, want an error", got)
+	}
+	for _, want := range []string{"PUT " + srv.URL + "/latest/api/token", "HTTP 403", "disabled", "X-Forwarded-For", "rack.static"} {
+		if !strings.Contains(got.Detail, want) {
+			t.Errorf("the detail does not say %q:\n%s", want, got.Detail)
+		}
+	}
+	for _, wrong := range []string{"GET " + srv.URL + "/latest/api/token", "http-tokens required"} {
+		if strings.Contains(got.Detail, wrong) {
+			t.Errorf("the detail says %q:\n%s", wrong, got.Detail)
+		}
+	}
+}

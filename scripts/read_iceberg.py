@@ -6,7 +6,10 @@ current snapshot's data files and every row (timestamps in ISO 8601, bytes
 in hex).
 
     read_iceberg.py (--catalog FILE | --rest URI) --name logstore --table logs.raw \
-        [--s3-endpoint http://127.0.0.1:7070 --s3-key K --s3-secret S] [--where FILTER]
+        [--s3-endpoint http://127.0.0.1:7070 --s3-key K --s3-secret S] [--where FILTER] \
+        [--count | --count-only]
+
+--count prints the row count alone; --count-only the JSON without the rows.
 """
 import argparse
 import base64
@@ -38,7 +41,8 @@ def main():
     ap.add_argument("--s3-endpoint")
     ap.add_argument("--s3-key")
     ap.add_argument("--s3-secret")
-    ap.add_argument("--count-only", action="store_true")
+    ap.add_argument("--count-only", action="store_true", help="the JSON without its rows")
+    ap.add_argument("--count", action="store_true", help="print the row count alone")
     ap.add_argument("--where", default="True", help="a row filter, e.g. \"level = ''\"; files whose partition cannot match are skipped")
     a = ap.parse_args()
     props = {"uri": a.rest or "sqlite:///" + a.catalog}
@@ -48,6 +52,9 @@ def main():
                       "s3.force-virtual-addressing": "false"})
     catalog = RestCatalog if a.rest else SqlCatalog
     tbl = catalog(a.name, **props).load_table(a.table)
+    if a.count:
+        print(tbl.scan(row_filter=a.where).to_arrow().num_rows)
+        return
     arrow = tbl.scan(row_filter=a.where).to_arrow()
     out = {
         "types": {f.name: str(f.field_type) for f in tbl.schema().fields},

@@ -15,7 +15,7 @@ func init() {
 }
 
 func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("check", "-c FILE", stderr)
+	fs := newFlags("check", "-c FILE", stdout, stderr)
 	path := fs.String("c", "", "config file (YAML)")
 	if err := parseFlags(fs, args); err != nil {
 		return err

@@ -57,6 +57,10 @@ func TestCheckNamesTheBadKeyAndItsLine(t *testing.T) {
 		{"misspelt key", "group:", "gruop:", []string{`"gruop"`, "configs/reference.yaml"}},
 		{"bad enum", "format: text", "format: yaml", []string{"log.format", `"yaml"`, "json, text"}},
 		{"bad nested enum", "follower_fetching: auto", "follower_fetching: sometimes", []string{"rack.follower_fetching", "auto, on, off"}},
+		// They passed check, then the reader fetched 8 MiB a partition.
+		{"negative fetch size", "start_offset: earliest", "fetch: {max_bytes: -1}", []string{"kafka.fetch.max_bytes", "-1 is negative", "1MiB"}},
+		{"negative fetch wait", "start_offset: earliest", "fetch: {max_wait: -1s}", []string{"kafka.fetch.max_wait", "-1s is negative", "500ms"}},
+		{"negative batch limit", "max_rows: 50000", "max_rows: -5", []string{"batch.max_rows", "-5 is negative"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,7 +88,7 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{"no args", nil, exitUsage, "", "usage: logstore <command>"},
 		{"unknown command", []string{"frobnicate"}, exitUsage, "", `unknown command "frobnicate"`},
-		{"help", []string{"--help"}, exitOK, "", "commands:"},
+		{"help", []string{"--help"}, exitOK, "commands:", ""},
 		{"version", []string{"version"}, exitOK, "logstore ", ""},
 		{"unknown flag", []string{"check", "--nope"}, exitUsage, "", "-nope"},
 		{"check without a file", []string{"check"}, exitUsage, "", "check needs -c FILE"},
@@ -108,17 +112,38 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
-func TestEverySubcommandHasHelp(t *testing.T) {
+// Help asked for is output (stdout, exit 0), so it pipes into a pager; a
+// flag mistake is an error (stderr, exit 2).
+func TestEverySubcommandHasHelpOnStdout(t *testing.T) {
 	if len(commands) == 0 {
 		t.Fatal("no subcommands registered")
 	}
 	for name := range commands {
 		t.Run(name, func(t *testing.T) {
-			code, _, stderr := runCLI(t, name, "--help")
-			if code != exitOK || !strings.Contains(stderr, "usage: logstore "+name) {
-				t.Errorf("logstore %s --help: exit %d, want 0 with a usage line\n%s", name, code, stderr)
+			code, stdout, stderr := runCLI(t, name, "--help")
+			if code != exitOK || !strings.Contains(stdout, "usage: logstore "+name) || stderr != "" {
+				t.Errorf("logstore %s --help: exit %d, want 0 with a usage line on stdout and nothing on stderr\nstdout: %s\nstderr: %s", name, code, stdout, stderr)
 			}
 		})
+	}
+}
+
+func TestFlagMistakeUsageGoesToStderr(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "demo", "--nope")
+	if code != exitUsage || stdout != "" || !strings.Contains(stderr, "usage: logstore demo") {
+		t.Errorf("logstore demo --nope: exit %d, want %d with the usage on stderr only\nstdout: %s\nstderr: %s", code, exitUsage, stdout, stderr)
+	}
+}
+
+func TestTableHelpDescribesSubcommands(t *testing.T) {
+	code, stdout, _ := runCLI(t, "table", "--help")
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for _, sub := range []string{"positions  ", "expire  ", "compact  "} {
+		if !strings.Contains(stdout, sub) {
+			t.Errorf("table --help does not describe %q:\n%s", strings.TrimSpace(sub), stdout)
+		}
 	}
 }
 

@@ -41,13 +41,16 @@ var demoZoneNames = []string{"az-a", "az-b", "az-c"}
 // time, so its offsets start at 0 again, and a run into the last one's
 // folder found its output's resume records done and read nothing.
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("demo", "[--records N] [--output URL] [--table]", stderr)
+	fs := newFlags("demo", "[--records N] [--output URL] [--table]", stdout, stderr)
 	records := fs.Int("records", 300_000, "log records to produce")
 	partitions := fs.Int("partitions", 6, "partitions of the demo topic")
 	output := fs.String("output", "logstore-demo", "where each run's folder goes: a folder, file:///path or s3://bucket/prefix (endpoint from AWS_ENDPOINT_URL_S3)")
 	badEvery := fs.Int("bad-every", 100, "make every N-th record malformed (0: none)")
 	table := fs.Bool("table", false, "also commit every batch to an Iceberg table (SQL catalog on a SQLite file) in a folder beside the run's")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := checkDemoCounts(*records, *partitions, *badEvery); err != nil {
 		return err
 	}
 	parent, err := sink.ParseURL(*output)
@@ -121,10 +124,27 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	done()
 	writeDemoSummary(stdout, members, loc)
 	if tableDir != "" {
-		fmt.Fprintf(stdout, "  Iceberg table    logs.demo, catalog %s, data under %s; read it with scripts/read_iceberg.py --catalog %[1]s --table logs.demo\n",
-			filepath.Join(tableDir, "catalog.db"), filepath.Join(tableDir, "warehouse"))
+		catalog := filepath.Join(tableDir, "catalog.db")
+		fmt.Fprintf(stdout, "  Iceberg table    logs.demo, catalog %s, data under %s\n", catalog, filepath.Join(tableDir, "warehouse"))
+		fmt.Fprintf(stdout, "                   its row count, with pyiceberg (scripts/setup.sh, or pip install 'pyiceberg[sql-sqlite,pyarrow]>=0.12'):\n")
+		fmt.Fprintf(stdout, "                   scripts/read_iceberg.py --catalog %s --table logs.demo --count\n", catalog)
 	}
 	return demoError(errs, loc)
+}
+
+// checkDemoCounts refuses counts the demo cannot honour: a negative
+// --records produced nothing and exited 0, --partitions 0 made kfake pick
+// its own default.
+func checkDemoCounts(records, partitions, badEvery int) error {
+	switch {
+	case records < 1:
+		return usageError{fmt.Sprintf("demo: --records %d: give at least 1 (the default is 300000)", records)}
+	case partitions < 1:
+		return usageError{fmt.Sprintf("demo: --partitions %d: give at least 1 (the default is 6)", partitions)}
+	case badEvery < 0:
+		return usageError{fmt.Sprintf("demo: --bad-every %d: give 0 for no malformed records, or N for one in N", badEvery)}
+	}
+	return nil
 }
 
 // demoError is the members' errors, each told once. A demo stopped early

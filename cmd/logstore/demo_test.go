@@ -62,6 +62,26 @@ func TestDemoWritesReadableParquet(t *testing.T) {
 	}
 }
 
+// TestDemoRefusesCountsItCannotHonour: `demo --records -5` produced nothing
+// and exited 0; `--partitions 0` let the embedded Kafka pick its own count
+// and wrote 7 files.
+func TestDemoRefusesCountsItCannotHonour(t *testing.T) {
+	for _, args := range [][]string{
+		{"--records", "-5"}, {"--records", "0"}, {"--partitions", "0"}, {"--partitions", "-1"}, {"--bad-every", "-1"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "demo")
+			code, stdout, stderr := runCLI(t, append([]string{"demo", "--output", out}, args...)...)
+			if code != exitUsage || !strings.Contains(stderr, args[0]+" "+args[1]+": give ") {
+				t.Errorf("demo %s: exit %d, want %d naming the flag and the fix\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, exitUsage, stdout, stderr)
+			}
+			if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("demo %s made %s before refusing", strings.Join(args, " "), out)
+			}
+		})
+	}
+}
+
 // demoSummaryLine finds a line of the demo's summary by its label.
 func demoSummaryLine(t *testing.T, stdout, pattern string) []string {
 	t.Helper()

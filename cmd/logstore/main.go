@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -63,11 +64,14 @@ func imdsV2OnlyForAWSCredentials() {
 }
 
 func runMain(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		printUsage(stderr)
-		if len(args) == 0 {
-			return exitUsage
-		}
+		return exitUsage
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		// Asked-for help is the command's output: it goes to stdout, so
+		// `logstore --help | less` works; a usage mistake goes to stderr.
+		printUsage(stdout)
 		return exitOK
 	}
 	if args[0] == "--version" || args[0] == "-v" {
@@ -122,20 +126,44 @@ func printUsage(w io.Writer) {
 }
 
 // newFlags makes a flag set whose errors are returned, not fatal, and whose
-// usage line names the command.
-func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
+// usage line names the command. What the flag package prints while parsing
+// is held until parseFlags knows why: the usage asked for with --help goes
+// to stdout, a flag mistake and its usage to stderr.
+func newFlags(name, usage string, stdout, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(&flagOutput{stdout: stdout, stderr: stderr})
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: logstore %s %s\n", name, usage)
+		fmt.Fprintf(fs.Output(), "usage: logstore %s %s\n", name, usage)
 		fs.PrintDefaults()
 	}
 	return fs
 }
 
+// flagOutput buffers a flag set's output during Parse.
+type flagOutput struct {
+	stdout, stderr io.Writer
+	buf            bytes.Buffer
+}
+
+func (o *flagOutput) Write(p []byte) (int, error) { return o.buf.Write(p) }
+
+// flush sends what Parse printed to stdout when help was asked for, else to
+// stderr.
+func (o *flagOutput) flush(help bool) {
+	w := o.stderr
+	if help {
+		w = o.stdout
+	}
+	_, _ = o.buf.WriteTo(w)
+}
+
 // parseFlags parses and turns a flag error into a usage error.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	err := fs.Parse(args)
+	if out, ok := fs.Output().(*flagOutput); ok {
+		out.flush(errors.Is(err, flag.ErrHelp))
+	}
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}

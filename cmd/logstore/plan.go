@@ -15,7 +15,7 @@ func init() {
 }
 
 func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("plan", "--topology FILE | -c FILE [--json]", stderr)
+	fs := newFlags("plan", "--topology FILE | -c FILE [--json]", stdout, stderr)
 	topology := fs.String("topology", "", "a JSON topology (brokers, topics, members); see configs/topology-example.json")
 	path := fs.String("c", "", "config file: plan the live cluster's partitions for the group's current members")
 	asJSON := fs.Bool("json", false, `print {"assignments": ..., "local": N, "total": M}`)

@@ -17,7 +17,7 @@ func init() {
 }
 
 func runRack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("rack", "[-c FILE] [--brokers HOST:PORT,...] [--broker-racks RACK,...] [--json]", stderr)
+	fs := newFlags("rack", "[-c FILE] [--brokers HOST:PORT,...] [--broker-racks RACK,...] [--json]", stdout, stderr)
 	path := fs.String("c", "", "config file: its rack section, and kafka.brokers to read the brokers' racks from")
 	brokers := fs.String("brokers", "", "bootstrap brokers to read racks from (overrides kafka.brokers)")
 	brokerRacks := fs.String("broker-racks", "", "the brokers' racks, given instead of asking a cluster")

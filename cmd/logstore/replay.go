@@ -14,7 +14,7 @@ func init() {
 }
 
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("replay", "-c FILE --input records.jsonl [--topic T]", stderr)
+	fs := newFlags("replay", "-c FILE --input records.jsonl [--topic T]", stdout, stderr)
 	path := fs.String("c", "", "config file: its kafka section says which cluster")
 	input := fs.String("input", "", `captured records, one JSON object a line: {"key", "value", "timestamp", "headers", "partition"}; - for stdin`)
 	topic := fs.String("topic", "", "topic to produce to (default: the config's first kafka.topics)")

@@ -19,7 +19,7 @@ func init() {
 }
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("run", "-c FILE [--until now] [--from TIME --to TIME]", stderr)
+	fs := newFlags("run", "-c FILE [--until now] [--from TIME --to TIME]", stdout, stderr)
 	path := fs.String("c", "", "config file (YAML)")
 	until := fs.String("until", "", `"now": read to the end offsets seen at start, flush, commit and exit (Spark's availableNow)`)
 	from := fs.String("from", "", "replay from this RFC 3339 time (with --to), outside the group, into a separate prefix")

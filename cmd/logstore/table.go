@@ -19,11 +19,23 @@ func init() {
 	register("table", "the Iceberg table of sinks.iceberg: per-partition positions, snapshot expiry, compaction", runTable)
 }
 
-const tableUsage = "positions|expire|compact -c FILE [flags]"
+// tableUsage names each subcommand with what it does; each one's own
+// --help lists its flags.
+const tableUsage = `positions|expire|compact -c FILE [flags]
+
+subcommands:
+  positions  per source partition, the last offset the table holds and the
+             snapshot that wrote it (where a restarted job resumes)
+  expire     expire old snapshots (--older-than, --retain-last) and delete
+             the files no snapshot references any more
+  compact    rewrite small data files into larger ones in one snapshot
+             (--target-file-bytes, --dry-run)
+
+Run 'logstore table <subcommand> --help' for its flags.`
 
 func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fs := newFlags("table", tableUsage, stderr)
+		fs := newFlags("table", tableUsage, stdout, stderr)
 		if err := parseFlags(fs, args); err != nil {
 			return err
 		}
@@ -65,7 +77,7 @@ func loadTable(ctx context.Context, path string) (*table.Table, error) {
 }
 
 func runTablePositions(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("table positions", "-c FILE", stderr)
+	fs := newFlags("table positions", "-c FILE", stdout, stderr)
 	path := fs.String("c", "", "the job's config (YAML) with sinks.iceberg")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -87,7 +99,7 @@ func runTablePositions(ctx context.Context, args []string, stdout, stderr io.Wri
 }
 
 func runTableExpire(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("table expire", "-c FILE [--older-than 120h] [--retain-last 1]", stderr)
+	fs := newFlags("table expire", "-c FILE [--older-than 120h] [--retain-last 1]", stdout, stderr)
 	path := fs.String("c", "", "the job's config (YAML) with sinks.iceberg")
 	olderThan := fs.Duration("older-than", 5*24*time.Hour, "expire snapshots older than this (Iceberg's default, 5 days)")
 	retain := fs.Int("retain-last", 1, "keep at least this many of the newest snapshots")
@@ -121,7 +133,7 @@ func runTableExpire(ctx context.Context, args []string, stdout, stderr io.Writer
 }
 
 func runTableCompact(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("table compact", "-c FILE [--target-file-bytes 536870912] [--dry-run]", stderr)
+	fs := newFlags("table compact", "-c FILE [--target-file-bytes 536870912] [--dry-run]", stdout, stderr)
 	path := fs.String("c", "", "the job's config (YAML) with sinks.iceberg")
 	target := fs.Int64("target-file-bytes", table.WriteTargetFileSizeBytesDefault, "size of a compacted file; files under 3/4 of it are rewritten, 5 or more of a partition together")
 	dryRun := fs.Bool("dry-run", false, "print the plan, rewrite nothing")

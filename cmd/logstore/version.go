@@ -19,7 +19,7 @@ func init() {
 var version = "dev"
 
 func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("version", "", stderr)
+	fs := newFlags("version", "", stdout, stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -48,8 +48,11 @@ const (
 	// leader for the preferred replica at every metadata refresh
 	// (metadata.max.age.ms, 5 minutes).
 	DefaultPreferredLease = 5 * time.Minute
-	DefaultFetchMaxBytes  = 8 << 20
-	DefaultFetchMaxWait   = 500 * time.Millisecond
+	// DefaultFetchMaxBytes is a partition's part of a fetch, as the Java
+	// consumer's max.partition.fetch.bytes and kafka.fetch.max_bytes; a
+	// larger first batch still comes whole (KIP-74).
+	DefaultFetchMaxBytes = 1 << 20
+	DefaultFetchMaxWait  = 500 * time.Millisecond
 )
 
 const (

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/logstore/logstore/pipeline"
+)
+
+func init() {
+	register("status", "a running job's group: members, zones, hosts, partitions, lag, local share", runStatus)
+}
+
+// runStatus shows the job's consumer group from the cluster alone, as
+// kafka-consumer-groups --describe does, with each member's zone and, from
+// its /metrics when reachable, the share of its fetched bytes read in its
+// own zone.
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("status", "-c FILE [--json]", stdout, stderr)
+	path := fs.String("c", "", "the job's config (YAML): its brokers, group, topics and metrics.listen")
+	asJSON := fs.Bool("json", false, "print JSON instead of tables")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *path == "" {
+		return usageError{"status needs -c FILE, the job's config"}
+	}
+	cfg, err := pipeline.Load(*path)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cl, err := statusClient(ctx, cfg.Kafka)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	st, err := describeGroup(ctx, cl, cfg)
+	if err != nil {
+		return err
+	}
+	if err := readLag(ctx, cl, cfg, st); err != nil {
+		return err
+	}
+	slices.SortFunc(st.Members, func(a, b memberStatus) int {
+		return strings.Compare(a.Zone+"\x00"+a.ID, b.Zone+"\x00"+b.ID)
+	})
+	readLocalShares(ctx, st, cfg.Metrics.Listen)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	return writeStatus(stdout, st, time.Now())
+}
+
+// readLocalShares asks each member's /metrics (its host, the port of
+// metrics.listen) for the bytes it fetched by locality; a member whose
+// endpoint does not answer within a second has an unknown share.
+func readLocalShares(ctx context.Context, st *groupStatus, listen string) {
+	_, port, err := net.SplitHostPort(listen)
+	if listen == "" || err != nil {
+		return
+	}
+	client := &http.Client{Timeout: time.Second}
+	for i := range st.Members {
+		m := &st.Members[i]
+		m.Metrics = "http://" + net.JoinHostPort(m.Host, port) + "/metrics"
+		m.LocalShare, _ = memberLocalShare(ctx, client, m.Metrics)
+	}
+}
+
+// memberLocalShare is same-rack bytes over all bytes of logstore_fetch_bytes_total.
+func memberLocalShare(ctx context.Context, client *http.Client, url string) (*float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
+	}
+	var same, all float64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "logstore_fetch_bytes_total{") {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			continue
+		}
+		all += v
+		if strings.Contains(line, `locality="same-rack"`) {
+			same += v
+		}
+	}
+	if err := sc.Err(); err != nil || all == 0 {
+		return nil, err
+	}
+	share := same / all
+	return &share, nil
+}
+
+func writeStatus(w io.Writer, st *groupStatus, now time.Time) error {
+	fmt.Fprintf(w, "group %s (%s protocol), %s, %d members, lag %d\n\n", st.Group, st.Protocol, strings.ToLower(st.State), len(st.Members), st.Lag)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEMBER\tZONE\tHOST\tCLIENT\tPARTITIONS\tLAG\tLOCAL")
+	for _, m := range st.Members {
+		zone := m.Zone
+		if zone == "" {
+			zone = "-"
+		}
+		local := "unknown"
+		if m.LocalShare != nil {
+			local = fmt.Sprintf("%.1f%%", 100**m.LocalShare)
+		}
+		name := m.ID
+		if m.InstanceID != "" {
+			name = m.InstanceID
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", name, zone, m.Host, m.ClientID, partitionList(m.Partitions), m.Lag, local)
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tEND\tCOMMITTED\tLAG\tCOMMIT AGE\tPENDING CUT\tMEMBER")
+	for _, p := range st.Partitions {
+		committed, lag, cut, age := "-", "-", "-", "-"
+		if p.CommittedAt != nil {
+			age = now.Sub(*p.CommittedAt).Round(100 * time.Millisecond).String()
+		}
+		if p.Committed >= 0 {
+			committed, lag = strconv.FormatInt(p.Committed, 10), strconv.FormatInt(p.Lag, 10)
+		}
+		if p.Mark >= 0 {
+			cut = strconv.FormatInt(p.Mark, 10)
+		}
+		member := p.Member
+		if member == "" {
+			member = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, p.End, committed, lag, age, cut, member)
+	}
+	return tw.Flush()
+}
+
+// partitionList is "logs:0,3,5 more:1", topics and partitions in order.
+func partitionList(ps map[string][]int32) string {
+	topics := make([]string, 0, len(ps))
+	for t := range ps {
+		topics = append(topics, t)
+	}
+	slices.Sort(topics)
+	var out []string
+	for _, t := range topics {
+		ids := slices.Sorted(slices.Values(ps[t]))
+		s := make([]string, len(ids))
+		for i, id := range ids {
+			s[i] = strconv.Itoa(int(id))
+		}
+		out = append(out, t+":"+strings.Join(s, ","))
+	}
+	if len(out) == 0 {
+		return "-"
+	}
+	return strings.Join(out, " ")
+}

@@ -1,0 +1,48 @@
+package pipeline
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// TestNextOffsetCommitCarriesItsTime: a commit of the next offset carried
+// empty metadata, so nothing could say how long ago a partition last moved
+// (OffsetFetch returns no time); it now carries "at:<Unix ms>", which the
+// mark reader takes as no mark, as it took the empty metadata.
+func TestNextOffsetCommitCarriesItsTime(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.SeedTopics(1, "logs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	client := &kafka.Client{Addr: kafka.TCP(c.ListenAddrs()...)}
+	g := &groupCommitter{client: client, group: "g", generation: -1}
+	before := time.Now().Add(-time.Millisecond)
+	if err := g.commit(context.Background(), "logs", 0, 42, ""); err != nil {
+		t.Fatal(err)
+	}
+	pos, err := fetchPositions(context.Background(), client, "g", map[string][]int{"logs": {0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := pos["logs"][0]; p.Offset != 42 || p.Cut != -1 {
+		t.Errorf("position %+v; want offset 42 and no pending cut", p)
+	}
+	resp, err := client.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: "g", Topics: map[string][]int{"logs": {0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := resp.Topics["logs"][0].Metadata
+	at, ok := CommitTime(meta)
+	if !ok || at.Before(before) || at.After(time.Now()) {
+		t.Errorf("the commit's metadata %q holds no time of the commit", meta)
+	}
+	// A cut mark keeps its own format, with no time.
+	if _, ok := CommitTime(markOf(7, "id", "")); ok || parseMark(commitTimeMeta(time.Now())).Last != -1 {
+		t.Error("a mark and a commit time are told apart wrongly")
+	}
+}
