@@ -6,7 +6,7 @@ current snapshot's data files and every row (timestamps in ISO 8601, bytes
 in hex).
 
     read_iceberg.py (--catalog FILE | --rest URI) --name logstore --table logs.raw \
-        [--s3-endpoint http://127.0.0.1:7070 --s3-key K --s3-secret S] [--where FILTER]
+        [--s3-endpoint http://127.0.0.1:7070 --s3-key K --s3-secret S] [--where FILTER] [--plan-only]
 """
 import argparse
 import base64
@@ -39,6 +39,7 @@ def main():
     ap.add_argument("--s3-key")
     ap.add_argument("--s3-secret")
     ap.add_argument("--count-only", action="store_true")
+    ap.add_argument("--plan-only", action="store_true", help="list the data files the filter plans, read no rows")
     ap.add_argument("--where", default="True", help="a row filter, e.g. \"level = ''\"; files whose partition cannot match are skipped")
     a = ap.parse_args()
     props = {"uri": a.rest or "sqlite:///" + a.catalog}
@@ -48,6 +49,11 @@ def main():
                       "s3.force-virtual-addressing": "false"})
     catalog = RestCatalog if a.rest else SqlCatalog
     tbl = catalog(a.name, **props).load_table(a.table)
+    if a.plan_only:
+        json.dump({"snapshots": len(tbl.metadata.snapshots),
+                   "files": sorted(t.file.file_path for t in tbl.scan(row_filter=a.where).plan_files()),
+                   "all_files": len(list(tbl.scan().plan_files()))}, sys.stdout)
+        return
     arrow = tbl.scan(row_filter=a.where).to_arrow()
     out = {
         "types": {f.name: str(f.field_type) for f in tbl.schema().fields},

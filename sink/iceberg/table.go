@@ -220,8 +220,8 @@ func (t *Table) holds(tbl *table.Table, b batchRef) (bool, error) {
 }
 
 // dataFiles describes the stored files for the table's manifests, from
-// what the writer knows: path, rows, size and the partition its folder
-// names. Nothing is read back.
+// what the writer knows: path, rows, size, the partition its folder names
+// and the column metrics of its footer. Nothing is read back.
 func (t *Table) dataFiles(tbl *table.Table, written []sink.WrittenFile) ([]iceberg.DataFile, error) {
 	spec, schema := tbl.Spec(), tbl.Schema()
 	dfs := make([]iceberg.DataFile, 0, len(written))
@@ -234,6 +234,7 @@ func (t *Table) dataFiles(tbl *table.Table, written []sink.WrittenFile) ([]icebe
 		if err != nil {
 			return nil, fmt.Errorf("iceberg: table %s: describing %s: %w", t.name, w.Key, err)
 		}
+		fileMetrics(w.Footer, schema).apply(bld)
 		dfs = append(dfs, bld.Build())
 	}
 	return dfs, nil

@@ -92,6 +92,7 @@ type readOut struct {
 	Spec       []string
 	Snapshots  int
 	Files      []string
+	AllFiles   int `json:"all_files"`
 	Count      int
 	Rows       []map[string]any
 }
