@@ -165,7 +165,7 @@ func TestTimeFilterPlansOnlyFilesInRange(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	where := fmt.Sprintf("ts >= '%s' and ts < '%s'", hour.Add(20*time.Minute).Format(time.RFC3339), hour.Add(35*time.Minute).Format(time.RFC3339))
+	where := fmt.Sprintf("ts >= '%s' and ts < '%s'", hour.Add(20*time.Minute).Format("2006-01-02T15:04:05-07:00"), hour.Add(35*time.Minute).Format("2006-01-02T15:04:05-07:00"))
 	r := readTable(t, cfg, "--plan-only", "--where", where)
 	if r.AllFiles != 12 {
 		t.Fatalf("%d files in the table, want 12", r.AllFiles)
