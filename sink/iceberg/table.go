@@ -112,10 +112,64 @@ func openTable(ctx context.Context, cat catalog.Catalog, cfg *sink.IcebergConfig
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: loading table %s: %w", cfg.Table, err)
 	}
-	if err := checkTable(cfg.Table, tbl.Schema(), tbl.Spec(), want, cfg.PartitionBy); err != nil {
+	if err := checkSpec(cfg.Table, tbl.Schema(), tbl.Spec(), cfg.PartitionBy); err != nil {
 		return nil, err
 	}
-	return tbl, nil
+	return evolve(ctx, cat, tbl, cfg.Table, want, log)
+}
+
+// evolveAttempts bounds the tries of a schema change against other
+// members changing it (or committing) at the same start.
+const evolveAttempts = 5
+
+// evolve changes the table's schema to take what the config writes
+// (planEvolution), in one commit that asserts the schema it read: members
+// starting together each try, and one that lost the race finds the
+// change made when it reads the table again.
+func evolve(ctx context.Context, cat catalog.Catalog, tbl *table.Table, name string, want *iceberg.Schema, log *slog.Logger) (*table.Table, error) {
+	for attempt := 1; ; attempt++ {
+		e, err := planEvolution(name, tbl.Schema(), want)
+		if err != nil || e.empty() {
+			return tbl, err
+		}
+		txn := tbl.NewTransaction()
+		// Readers find our files' columns by name (the files carry no
+		// field ids): the mapping must learn the new column too, which
+		// iceberg-go does only when given the mapping.
+		var opts []table.UpdateSchemaOption
+		if nm := tbl.Metadata().NameMapping(); nm != nil {
+			opts = append(opts, table.WithNameMapping(nm))
+		}
+		us := txn.UpdateSchema(true, false, opts...)
+		for _, f := range e.adds {
+			us.AddColumn([]string{f.Name}, f.Type, "", false, nil)
+		}
+		for _, f := range e.promote {
+			us.UpdateColumn([]string{f.Name}, table.ColumnUpdate{FieldType: iceberg.Optional[iceberg.Type]{Val: f.Type, Valid: true}})
+		}
+		if err = us.Commit(); err == nil {
+			var next *table.Table
+			if next, err = txn.Commit(ctx); err == nil {
+				log.Info("iceberg: table schema changed to take schema.columns", "table", name, "added", fieldNames(e.adds), "promoted", fieldNames(e.promote),
+					"schema_id", next.Schema().ID)
+				return next, nil
+			}
+		}
+		if attempt == evolveAttempts || ctx.Err() != nil {
+			return nil, fmt.Errorf("iceberg: table %s: changing its schema (adding %v, promoting %v): %w", name, fieldNames(e.adds), fieldNames(e.promote), err)
+		}
+		if tbl, err = cat.LoadTable(ctx, tbl.Identifier()); err != nil {
+			return nil, fmt.Errorf("iceberg: loading table %s: %w", name, err)
+		}
+	}
+}
+
+func fieldNames(fs []iceberg.NestedField) []string {
+	names := make([]string, len(fs))
+	for i, f := range fs {
+		names[i] = f.Name + " " + f.Type.String()
+	}
+	return names
 }
 
 // Stage encodes the open batch's rows into its spool files (sink.Stager).
