@@ -65,29 +65,25 @@ func chainTable(tb testing.TB, n int, withHead bool) *table.Table {
 // 100 and 10,000 snapshots: with the head, flat; walking the chain (the
 // tables before), growing with it.
 func BenchmarkPositionOf(b *testing.B) {
-	for _, withHead := range []bool{false, true} {
-		for _, n := range []int{100, 10_000} {
-			tbl := chainTable(b, n, withHead)
-			b.Run(fmt.Sprintf("head=%v/snapshots=%d", withHead, n), func(b *testing.B) {
-				for b.Loop() {
-					if p, ok := PositionOf(tbl, "logs", 11); !ok || p.Last != 100 {
-						b.Fatalf("position %+v %v", p, ok)
-					}
-				}
-			})
-		}
-	}
+	benchChains(b, func(tbl *table.Table) bool {
+		p, ok := PositionOf(tbl, "logs", 11)
+		return ok && p.Last == 100
+	})
 }
 
 // BenchmarkPositions: every partition's position, as a start reads them.
 func BenchmarkPositions(b *testing.B) {
+	benchChains(b, func(tbl *table.Table) bool { return len(Positions(tbl)) == 12 })
+}
+
+func benchChains(b *testing.B, read func(*table.Table) bool) {
 	for _, withHead := range []bool{false, true} {
 		for _, n := range []int{100, 10_000} {
 			tbl := chainTable(b, n, withHead)
 			b.Run(fmt.Sprintf("head=%v/snapshots=%d", withHead, n), func(b *testing.B) {
 				for b.Loop() {
-					if len(Positions(tbl)) != 12 {
-						b.Fatal("not 12 positions")
+					if !read(tbl) {
+						b.Fatal("wrong positions")
 					}
 				}
 			})
