@@ -161,3 +161,30 @@ func TestTableCompactRewritesSmallFiles(t *testing.T) {
 		t.Errorf("compacted file's msg metrics: %q..%q, %d values, %d nulls", df.LowerBoundValues()[1], df.UpperBoundValues()[1], df.ValueCounts()[1], df.NullValueCounts()[1])
 	}
 }
+
+// TestTableUpkeepCommand: `logstore table upkeep`, for a CronJob, does the
+// job's upkeep once: snapshots expired to the newest kept, positions kept.
+func TestTableUpkeepCommand(t *testing.T) {
+	path, cfg := tableJob(t)
+	tb, err := iceberg.New(context.Background(), cfg, jobSchema, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	for i := range int64(4) {
+		b := &sink.Batch{Topic: "logs", Partition: 0, First: i, Last: i, Schema: jobSchema, Rows: []sink.Row{jobRow(i)}}
+		if err := tb.Write(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := runCLI(t, "table", "upkeep", "-c", path, "--snapshot-max-age", "0s", "--retain-last", "2")
+	if code != exitOK || !strings.Contains(out, "expired 2 of 4 snapshots") || !strings.Contains(out, "deleted 0 orphan files") {
+		t.Fatalf("table upkeep: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, out, _ = runCLI(t, "table", "positions", "-c", path); !strings.Contains(strings.Join(strings.Fields(out), " "), "logs 0 3 4") {
+		t.Errorf("positions after upkeep:\n%s", out)
+	}
+	if code, _, errOut = runCLI(t, "table", "upkeep", "-c", path, "--orphan-min-age", "5m"); code != exitUsage || !strings.Contains(errOut, "--orphan-min-age") {
+		t.Errorf("--orphan-min-age 5m: exit %d, %s", code, errOut)
+	}
+}

@@ -100,6 +100,7 @@ func (t *Table) commitGroup(ctx context.Context, group []*pendingCommit) {
 			return
 		}
 		if err = t.tryCommit(ctx, tbl, group); err == nil {
+			t.maybeUpkeep(tbl, group)
 			for _, p := range group {
 				finish(p, nil)
 			}

@@ -2,6 +2,7 @@ package iceberg
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"testing"
 	"time"
@@ -16,6 +17,16 @@ import (
 // walk). withHead keeps the head and the positions' properties as the
 // commits now set them; without, as before.
 func chainTable(tb testing.TB, n int, withHead bool) *table.Table {
+	tb.Helper()
+	var extra iceberg.Properties
+	if withHead {
+		extra = iceberg.Properties{headKey: strconv.Itoa(n)}
+	}
+	return chainTableWith(tb, n, extra)
+}
+
+// chainTableWith is chainTable with the head and extra properties.
+func chainTableWith(tb testing.TB, n int, extra iceberg.Properties) *table.Table {
 	tb.Helper()
 	schema := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "msg", Type: iceberg.PrimitiveTypes.String})
 	meta, err := table.NewMetadata(schema, iceberg.UnpartitionedSpec, table.UnsortedSortOrder, "file:///t", iceberg.Properties{"format-version": "2"})
@@ -48,9 +59,7 @@ func chainTable(tb testing.TB, n int, withHead bool) *table.Table {
 	if err := b.SetSnapshotRef(table.MainBranch, int64(n), table.BranchRef); err != nil {
 		tb.Fatal(err)
 	}
-	if withHead {
-		props[headKey] = strconv.Itoa(n)
-	}
+	maps.Copy(props, extra)
 	if err := b.SetProperties(props); err != nil {
 		tb.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -43,6 +44,15 @@ type Table struct {
 	queueMu  sync.Mutex
 	queue    []*pendingCommit
 	leader   chan struct{}
+
+	// The table's upkeep (upkeep.go): at most one of this member's at a
+	// time, stopped by Close.
+	upkeep       sink.TableUpkeep
+	upkeepEvery  time.Duration
+	upkeeping    atomic.Bool
+	upkeepCtx    context.Context
+	upkeepCancel context.CancelFunc
+	upkeepWG     sync.WaitGroup
 
 	mu      sync.Mutex
 	schemas map[*sink.Schema]*sink.Schema // the output's, in microseconds (inMicros)
@@ -81,8 +91,11 @@ func New(ctx context.Context, cfg *sink.IcebergConfig, schema *sink.Schema, log 
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: table %s: its data folder: %w", cfg.Table, err)
 	}
-	return &Table{name: cfg.Table, ident: Ident(cfg.Table), cat: cat, files: files, log: log.With("table", cfg.Table),
-		schemas: map[*sink.Schema]*sink.Schema{}, stored: map[batchKey]*storedBatch{}, interval: cfg.CommitInterval, leader: make(chan struct{}, 1)}, nil
+	t := &Table{name: cfg.Table, ident: Ident(cfg.Table), cat: cat, files: files, log: log.With("table", cfg.Table),
+		schemas: map[*sink.Schema]*sink.Schema{}, stored: map[batchKey]*storedBatch{}, interval: cfg.CommitInterval, leader: make(chan struct{}, 1),
+		upkeep: cfg.Upkeep, upkeepEvery: *cfg.Upkeep.Interval}
+	t.upkeepCtx, t.upkeepCancel = context.WithCancel(context.Background())
+	return t, nil
 }
 
 func openTable(ctx context.Context, cat catalog.Catalog, cfg *sink.IcebergConfig, schema *sink.Schema, log *slog.Logger) (*table.Table, error) {
@@ -314,8 +327,11 @@ func refusePrefix(b *sink.Batch) error {
 	return fmt.Errorf("iceberg: the table sink does not take backfills or replays (they write under %q); run them with sinks.files only", b.Prefix)
 }
 
-// Close drops staged batches; committed ones are in the table.
+// Close drops staged batches (committed ones are in the table) and stops
+// an upkeep under way (the next one finishes it).
 func (t *Table) Close() error {
+	t.upkeepCancel()
+	t.upkeepWG.Wait()
 	err := t.files.Close()
 	if c, ok := t.cat.(interface{ Close() error }); ok {
 		err = errors.Join(err, c.Close())
