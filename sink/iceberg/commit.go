@@ -85,6 +85,7 @@ func (t *Table) commitGroup(ctx context.Context, group []*pendingCommit) {
 	var err error
 	for attempt := 1; attempt <= commitAttempts && len(group) > 0; attempt++ {
 		if attempt > 1 {
+			t.retries.Add(1)
 			t.log.Debug("iceberg: commit did not go through; reading the table again", "batches", len(group), "attempt", attempt, "err", err)
 			if err = sleep(ctx, min(50*time.Millisecond<<(attempt-2), 2*time.Second)); err != nil {
 				break

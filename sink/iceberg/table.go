@@ -44,6 +44,7 @@ type Table struct {
 	queueMu  sync.Mutex
 	queue    []*pendingCommit
 	leader   chan struct{}
+	retries  atomic.Int64 // commit tries after the first (another writer's commit came between)
 
 	// The table's upkeep (upkeep.go): at most one of this member's at a
 	// time, stopped by Close.
