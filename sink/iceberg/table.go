@@ -94,7 +94,10 @@ func New(ctx context.Context, cfg *sink.IcebergConfig, schema *sink.Schema, log 
 	}
 	t := &Table{name: cfg.Table, ident: Ident(cfg.Table), cat: cat, files: files, log: log.With("table", cfg.Table),
 		schemas: map[*sink.Schema]*sink.Schema{}, stored: map[batchKey]*storedBatch{}, interval: cfg.CommitInterval, leader: make(chan struct{}, 1),
-		upkeep: cfg.Upkeep, upkeepEvery: *cfg.Upkeep.Interval}
+		upkeep: cfg.Upkeep}
+	if cfg.Upkeep.Interval != nil {
+		t.upkeepEvery = *cfg.Upkeep.Interval
+	}
 	t.upkeepCtx, t.upkeepCancel = context.WithCancel(context.Background())
 	return t, nil
 }

@@ -59,7 +59,7 @@ func Upkeep(ctx context.Context, cat catalog.Catalog, name string, u sink.TableU
 		log.Debug("iceberg: upkeep's expiry met a commit; reading the table again", "table", name, "attempt", attempt)
 	}
 	res.SnapshotsAfter = len(tbl.Metadata().Snapshots())
-	if *u.OrphanMinAge > 0 {
+	if u.OrphanMinAge != nil && *u.OrphanMinAge > 0 {
 		o, err := tbl.DeleteOrphanFiles(ctx, table.WithFilesOlderThan(*u.OrphanMinAge))
 		if err != nil {
 			return res, fmt.Errorf("iceberg: table %s: removing orphan files: %w", name, err)
