@@ -314,6 +314,9 @@ func (c *Config) Validate() error {
 	} else if k.GroupRemoteAssignor != "" {
 		return confkey.Errorf("kafka.group_remote_assignor", "only applies to group_protocol: consumer (the broker assigns); the classic protocol uses rack.balancer")
 	}
+	if err := validateClientID(k.ClientID); err != nil {
+		return err
+	}
 	if id := k.GroupInstanceID; id != "" && (len(id) > maxInstanceID || !instanceIDChars.MatchString(id)) {
 		return confkey.Errorf("kafka.group_instance_id", "%q: the brokers take at most %d of the characters a-z A-Z 0-9 . _ - (a pod name: ${POD_NAME})", id, maxInstanceID)
 	}

@@ -330,6 +330,7 @@ func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit com
 				pos = got
 			}
 			if positions != nil {
+				j.removeLeftovers(ctx, topic, p)
 				out, err := j.resumed(ctx, topic, p, positions[topic][p], topicID)
 				if err == nil && out != nil {
 					// The group takes the output's position at once: lag

@@ -326,6 +326,12 @@ write_config() {
 		# Fast tests: no wait for more members before the first rebalance, and
 		# a dead follower leaves the ISR after 10 s instead of 30 s.
 		group.initial.rebalance.delay.ms=$KAFKA_GROUP_REBALANCE_DELAY_MS
+		# A consumer-protocol group may set a session and heartbeat shorter
+		# than 45 s and 5 s (consumer.session.timeout.ms on the group), so a
+		# test of a member slower than its session takes seconds. Read-only
+		# on the brokers: a running cluster keeps its bounds until restarted.
+		group.consumer.min.session.timeout.ms=1000
+		group.consumer.min.heartbeat.interval.ms=100
 		replica.lag.time.max.ms=10000
 
 		# Two cores for three nodes: few threads, small cleaner buffer.

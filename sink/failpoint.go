@@ -2,6 +2,7 @@ package sink
 
 import (
 	"os"
+	"path"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -43,6 +44,14 @@ const (
 	// not say so yet.
 	FailTxnCommitted = "transaction-committed"
 
+	// A file is being stored, its bytes all sent: its temporary file (a
+	// file store's .NAME.tmp-*) or its unfinished multipart upload (S3) is
+	// there, the file not yet in place. One name per kind of file, as
+	// storingPoint tells them apart by key.
+	FailStoringData        = "storing-data"
+	FailStoringDeadLetters = "storing-dead-letters" // _errors/
+	FailStoringMeta        = "storing-meta"         // _logstore/: a resume record, a manifest
+
 	// The table sink's, between FailFileSaved and FailDelivered.
 	FailTableFiles     = "table-files-written" // a batch's data files are stored, not yet committed to the table
 	FailTableCommitted = "table-committed"     // the table holds the batch; the worker has not heard yet
@@ -58,4 +67,23 @@ func Failpoint(name string) {
 		kill()
 		select {} // SIGKILL is not instant; never run past the point
 	}
+}
+
+// failpointStoring is the failpoint a Put of key passes while the file is
+// not yet in place; naming it costs nothing while no failpoint is set.
+func failpointStoring(key string) {
+	if failpoint.name != "" {
+		Failpoint(storingPoint(key))
+	}
+}
+
+func storingPoint(key string) string {
+	dir := path.Dir("/" + key)
+	switch {
+	case strings.HasSuffix(dir, "/_errors"):
+		return FailStoringDeadLetters
+	case underMeta(dir + "/"):
+		return FailStoringMeta
+	}
+	return FailStoringData
 }

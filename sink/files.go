@@ -123,8 +123,8 @@ func newFiles(ctx context.Context, cfg *FilesConfig) (*Files, error) {
 			return nil, err
 		}
 	}
-	if fs, ok := store.(*FileStore); ok {
-		fs.RemoveLeftovers()
+	if ls, ok := store.(leftoverStore); ok {
+		ls.sweepLeftovers(ctx, prefix)
 	}
 	return f, nil
 }

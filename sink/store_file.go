@@ -14,8 +14,9 @@ import (
 // into place, so a reader sees the old file or the new one and a crash
 // leaves at most a hidden .tmp file, which Spark, Hive and Trino skip.
 type FileStore struct {
-	dir   string
-	fsync bool
+	dir       string
+	fsync     bool
+	leftovers leftoverList[string] // temporary files found at start, for the partitions' owners
 }
 
 // newFileStore writes below dir; fsync makes each file and its folder
@@ -72,6 +73,7 @@ func (s *FileStore) Put(ctx context.Context, key string, body io.ReaderAt, size 
 			return fmt.Errorf("file store: fsync %s: %w", path, err)
 		}
 	}
+	failpointStoring(key)
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("file store: writing %s: %w", path, err)
 	}

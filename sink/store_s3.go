@@ -38,6 +38,8 @@ type S3Store struct {
 	endpoint string // for messages; empty is AWS
 	cfg      *S3Config
 	probeKey string
+
+	leftovers leftoverList[types.MultipartUpload] // unfinished uploads found at start
 }
 
 // NewS3Store makes a client from cfg's static credentials if set, else the
@@ -241,6 +243,7 @@ func (s *S3Store) putMultipart(ctx context.Context, key string, body io.ReaderAt
 		firstErr = ctx.Err()
 	}
 	if firstErr == nil {
+		failpointStoring(key)
 		_, err = s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
 			Bucket:          &s.bucket,
 			Key:             &key,
@@ -365,4 +368,79 @@ func (s *S3Store) explain(op, key string, err error) error {
 		return fmt.Errorf("s3: no AWS credentials for bucket %q (%s): set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE, or give the pod or instance a role: %w", s.bucket, op, err)
 	}
 	return fmt.Errorf("s3: %s %s: %w", op, where, err)
+}
+
+// leftoverListTimeout bounds the start's listing of unfinished uploads:
+// the preflight has just waited S3 out, and a start must not hang on a
+// list that only saves storage.
+const leftoverListTimeout = 30 * time.Second
+
+// sweepLeftovers lists the unfinished multipart uploads of Parquet files
+// below prefix, aborts those older than leftoverMaxAge and keeps the rest
+// in mind for the partitions' owners. The list needs
+// s3:ListBucketMultipartUploads; without it the uploads crashed writers
+// leave wait for the bucket's lifecycle rule (docs/eks.md).
+func (s *S3Store) sweepLeftovers(ctx context.Context, prefix string) int {
+	ctx, cancel := context.WithTimeout(ctx, leftoverListTimeout)
+	defer cancel()
+	in := &s3.ListMultipartUploadsInput{Bucket: &s.bucket}
+	if prefix = strings.Trim(prefix, "/"); prefix != "" {
+		in.Prefix = aws.String(prefix + "/")
+	}
+	now := time.Now()
+	var young []types.MultipartUpload
+	removed := 0
+	for {
+		out, err := s.client.ListMultipartUploads(ctx, in, func(o *s3.Options) { o.RetryMaxAttempts = 3 })
+		if err != nil {
+			slog.Warn("s3: cannot list unfinished multipart uploads, so those crashed writers left stay until the bucket's lifecycle rule (AbortIncompleteMultipartUpload) aborts them; allow s3:ListBucketMultipartUploads to abort them at start",
+				"bucket", s.bucket, "err", err)
+			break
+		}
+		for _, u := range out.Uploads {
+			if !strings.HasSuffix(aws.ToString(u.Key), ".parquet") {
+				continue // not logstore's
+			}
+			if u.Initiated != nil && now.Sub(*u.Initiated) >= leftoverMaxAge && s.abort(ctx, u) == nil {
+				removed++
+				continue
+			}
+			young = append(young, u)
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			break
+		}
+		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
+	}
+	s.leftovers.keep(young)
+	if removed > 0 {
+		slog.Info("s3: aborted multipart uploads left by crashed writers", "bucket", s.bucket, "uploads", removed)
+	}
+	return removed
+}
+
+// removeLeftoversOf aborts the partition's uploads the start found. S3
+// has no lock to tell a living writer: one still uploading (a member the
+// group already replaced) fails its upload and stores the file again.
+func (s *S3Store) removeLeftoversOf(ctx context.Context, owned func(key string) bool) int {
+	return s.leftovers.sift(func(u types.MultipartUpload) bool {
+		return owned(aws.ToString(u.Key))
+	}, func(u types.MultipartUpload) error {
+		err := s.abort(ctx, u)
+		if err != nil {
+			slog.Warn("s3: aborting a multipart upload a crashed writer left", "key", aws.ToString(u.Key), "err", err)
+		}
+		return err
+	})
+}
+
+// abort ends an unfinished upload; one already gone is no error.
+func (s *S3Store) abort(ctx context.Context, u types.MultipartUpload) error {
+	_, err := s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: u.Key, UploadId: u.UploadId},
+		func(o *s3.Options) { o.RetryMaxAttempts = 3 })
+	var gone *types.NoSuchUpload
+	if errors.As(err, &gone) {
+		return nil
+	}
+	return err
 }

@@ -110,6 +110,9 @@ func runJob(ctx context.Context, cfg *pipeline.Config, mode pipeline.Mode, deps 
 			return err
 		}
 	}
+	if err := pipeline.ZoneClientID(ctx, cfg, deps.Log); err != nil {
+		return err
+	}
 	job, err := pipeline.NewJob(ctx, cfg, deps)
 	if err != nil {
 		return err

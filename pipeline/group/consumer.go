@@ -14,6 +14,9 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/logstore/logstore/internal/clock"
+	"github.com/logstore/logstore/internal/kafka/conn"
+
+	"github.com/logstore/logstore/pipeline/group/wire"
 )
 
 // ConsumerConfig is the settings of a member on the next-generation
@@ -55,8 +58,13 @@ type ConsumerConfig struct {
 // UNKNOWN_MEMBER_ID means the group went on without this member (its
 // partitions are lost and it joins again, with the same member id).
 //
-// The session timeout and heartbeat interval are the broker's
-// (group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms).
+// The member heartbeats on its own schedule whatever the job does with an
+// assignment: Assign and Revoke run beside the heartbeats, never in their
+// way (the job's Assign may wait out a dead member's transaction, longer
+// than any session). The interval is the coordinator's (every answer
+// carries it) and the session the group's (consumer.session.timeout.ms,
+// else the brokers' group.consumer.session.timeout.ms), read when the
+// member joins.
 type ConsumerMember struct {
 	cfg    ConsumerConfig
 	coord  coordinator // heartbeats
@@ -68,6 +76,14 @@ type ConsumerMember struct {
 
 	mu     sync.Mutex
 	topics topicMetadata
+	// subscribed is what the heartbeats subscribe to: the configured
+	// topics less those deleted since.
+	subscribed []string
+
+	// The schedule, touched only by Run's goroutine.
+	interval time.Duration // between heartbeats: the coordinator's
+	session  time.Duration // past it unanswered, the partitions are lost
+	lastOK   time.Time     // when the last answered heartbeat was sent
 }
 
 // NewConsumer returns a member; Run joins.
@@ -80,12 +96,15 @@ func NewConsumer(cfg ConsumerConfig) *ConsumerMember {
 	rand.Read(raw[:])
 	id := base64.RawURLEncoding.EncodeToString(raw[:])
 	return &ConsumerMember{
-		cfg:     cfg,
-		coord:   coordinator{dialer: cfg.Dialer, seeds: cfg.Brokers, group: cfg.Group},
-		commit:  coordinator{dialer: cfg.Dialer, seeds: cfg.Brokers, group: cfg.Group},
-		log:     log.With("group", cfg.Group, "group_protocol", "consumer"),
-		id:      id,
-		current: newCurrent(id),
+		cfg:        cfg,
+		coord:      coordinator{dialer: cfg.Dialer, seeds: cfg.Brokers, group: cfg.Group},
+		commit:     coordinator{dialer: cfg.Dialer, seeds: cfg.Brokers, group: cfg.Group},
+		log:        log.With("group", cfg.Group, "group_protocol", "consumer"),
+		id:         id,
+		current:    newCurrent(id),
+		subscribed: slices.Sorted(slices.Values(cfg.Topics)),
+		interval:   5 * time.Second, // until the coordinator says
+		session:    defaultConsumerSession,
 	}
 }
 
@@ -97,17 +116,17 @@ func (m *ConsumerMember) setEpoch(epoch int32) { m.set(epoch, m.id) }
 // ErrFencedMemberEpoch or kafka.UnknownMemberId (the partition is not
 // this member's any more).
 func (m *ConsumerMember) Commit(ctx context.Context, epoch int32, topic string, partition int, offset int64, metadata string) error {
-	req := offsetCommit{Group: m.cfg.Group, MemberID: m.id, InstanceID: m.cfg.InstanceID, Epoch: epoch,
+	req := wire.OffsetCommit{Group: m.cfg.Group, MemberID: m.id, InstanceID: m.cfg.InstanceID, Epoch: epoch,
 		Topic: topic, Partition: int32(partition), Offset: offset, Metadata: metadata}
-	body, err := m.commit.exchange(ctx, apiOffsetCommit, offsetCommitMemberVersion, true, req.encode())
+	body, err := m.commit.exchange(ctx, wire.APIOffsetCommit, wire.OffsetCommitMemberVersion, true, req.Encode())
 	if err != nil {
 		return err
 	}
-	code, err := decodeOffsetCommitAnswer(body, topic, int32(partition))
+	code, err := wire.DecodeOffsetCommitAnswer(body, topic, int32(partition))
 	if err != nil {
 		return fmt.Errorf("OffsetCommit v9 answer: %w", err)
 	}
-	if coordinatorMoved(kafka.Error(code)) {
+	if conn.Moved(kafka.Error(code)) {
 		m.commit.reset()
 	}
 	return brokerError(code, "")
@@ -125,28 +144,21 @@ func (m *ConsumerMember) Run(ctx context.Context, h Handler) error {
 	defer m.commit.reset()
 	m.warnRackBlind(ctx)
 	owned := Assignment{}
-	epoch := epochJoin
-	interval := 5 * time.Second // until the coordinator says
-	backoff := retryBackoff
-	lastOK := time.Now()
+	epoch := wire.EpochJoin
+	backoff := conn.Backoff{Min: retryBackoff, Max: maxRetryBackoff}
+	m.lastOK = time.Now()
 	for {
 		if ctx.Err() != nil {
 			return m.stop(h, owned, epoch)
 		}
-		ans, err := m.heartbeat(ctx, epoch, owned)
-		if err == nil {
-			err = brokerError(ans.ErrorCode, ans.ErrorMessage)
-			if coordinatorMoved(err) {
-				m.coord.reset()
-			}
-		}
+		ans, err := m.beat(ctx, epoch, owned)
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:
 			return m.stop(h, owned, epoch)
 		case errors.Is(err, ErrFencedMemberEpoch), errors.Is(err, kafka.UnknownMemberId):
 			m.lose(h, owned, err)
-			owned, epoch = Assignment{}, epochJoin
+			owned, epoch = Assignment{}, wire.EpochJoin
 			continue
 		case errors.Is(err, errUnreleasedInstanceID):
 			// The coordinator keeps the member that holds the instance id
@@ -155,69 +167,106 @@ func (m *ConsumerMember) Run(ctx context.Context, h Handler) error {
 			// to end, and a twin's never does.
 			h.Lose(owned)
 			return m.unreleased(err)
+		case errors.Is(err, kafka.FencedInstanceID):
+			// A newer process took the id over: every heartbeat of this
+			// one is refused from now on, so retrying until the session
+			// ends would only keep writing partitions that are another's.
+			h.Lose(owned)
+			return m.fencedInstance(err)
 		case fatalConsumerError(err):
 			h.Lose(owned)
 			return m.refusalConsumer(err)
-		case !errors.Is(err, errMetadata) && time.Since(lastOK) >= consumerSessionTimeout && owned.Count() > 0:
-			m.lose(h, owned, fmt.Errorf("%w: no heartbeat answered for %s: %w", errLost, consumerSessionTimeout, err))
-			owned, epoch = Assignment{}, epochJoin
+		case !errors.Is(err, wire.ErrMalformed) && time.Since(m.lastOK) >= m.session && owned.Count() > 0:
+			m.lose(h, owned, fmt.Errorf("%w: no heartbeat answered for %s, the group's session: %w", errLost, m.session, err))
+			owned, epoch = Assignment{}, wire.EpochJoin
 		default:
-			m.log.Warn("heartbeat failed; trying again", "err", err, "backoff", backoff)
+			m.log.Warn("heartbeat failed; trying again", "err", err)
 		}
 		if err != nil {
-			if !clock.Sleep(ctx, backoff) {
+			// Try again no later than the session's end, so the partitions
+			// are counted lost when the coordinator gives them away.
+			wait := backoff.Next()
+			if owned.Count() > 0 {
+				wait = max(min(wait, time.Until(m.lastOK.Add(m.session))), time.Millisecond)
+			}
+			if !clock.Sleep(ctx, wait) {
 				return m.stop(h, owned, epoch)
 			}
-			backoff = min(2*backoff, maxRetryBackoff)
 			continue
 		}
-		backoff, lastOK = retryBackoff, time.Now()
-		epoch = ans.Epoch
-		m.setEpoch(epoch)
-		if ans.HeartbeatIntervalMS > 0 {
-			interval = time.Duration(ans.HeartbeatIntervalMS) * time.Millisecond
+		backoff.Reset()
+		if epoch == wire.EpochJoin {
+			m.readSession(ctx)
 		}
+		epoch = ans.Epoch
 		if ans.Assignment != nil {
 			target, err := m.names(ctx, ans.Assignment)
 			if err != nil {
 				m.log.Warn("the assignment names topics this member cannot name yet; asking again", "err", err)
-				if !clock.Sleep(ctx, backoff) {
+				if !clock.Sleep(ctx, backoff.Next()) {
 					return m.stop(h, owned, epoch)
 				}
 				continue
 			}
-			if changed := m.reconcile(ctx, h, owned, target, epoch); changed {
-				owned = target
+			if e, changed := m.reconcile(ctx, h, owned, target, epoch); changed {
+				owned, epoch = target, e
 				continue // acknowledge at once: the new owners wait for it
 			}
 		}
-		if !clock.Sleep(ctx, interval) {
+		if !clock.Sleep(ctx, m.interval) {
 			return m.stop(h, owned, epoch)
 		}
 	}
 }
 
-// consumerSessionTimeout is the broker's default
-// group.consumer.session.timeout.ms: past it without an answer the member
-// counts its partitions as lost.
-const consumerSessionTimeout = 45 * time.Second
+// beat sends one heartbeat and keeps the schedule: an answer moves the
+// epoch, the interval and the time the session counts from (the sending,
+// as the coordinator's timer starts when it reads the request).
+func (m *ConsumerMember) beat(ctx context.Context, epoch int32, owned Assignment) (wire.ConsumerHeartbeatAnswer, error) {
+	sent := time.Now()
+	ans, err := m.heartbeat(ctx, epoch, owned)
+	if err == nil {
+		err = brokerError(ans.ErrorCode, ans.ErrorMessage)
+		if conn.Moved(err) {
+			m.coord.reset()
+		}
+	}
+	if err != nil {
+		return ans, err
+	}
+	m.lastOK = sent
+	m.setEpoch(ans.Epoch)
+	if ans.HeartbeatIntervalMS > 0 {
+		m.interval = time.Duration(ans.HeartbeatIntervalMS) * time.Millisecond
+	}
+	return ans, nil
+}
 
 // unreleased is the end of a member whose instance id another member
 // holds: a twin, or this pod's predecessor that died without leaving
 // (SIGKILL, OOM), which the broker drops at its session timeout.
 func (m *ConsumerMember) unreleased(err error) error {
 	return fmt.Errorf("%w: group %s refused kafka.group_instance_id %q (%w): a running member holds it. Give each pod its own id (${POD_NAME} on a StatefulSet); "+
-		"if this pod's previous process died without stopping, the broker releases the id after group.consumer.session.timeout.ms (45s by default) and a restart then joins",
+		"if this pod's previous process died without stopping, the broker releases the id after the group's session (%s) and a restart then joins",
+		ErrFencedInstance, m.cfg.Group, m.cfg.InstanceID, err, m.session)
+}
+
+// fencedInstance is the end of a member whose instance id a newer member
+// took over.
+func (m *ConsumerMember) fencedInstance(err error) error {
+	return fmt.Errorf("%w: group %s gave kafka.group_instance_id %q to another process (%w); this one stops. "+
+		"Give each pod its own id (${POD_NAME} on a StatefulSet), or stop the other process",
 		ErrFencedInstance, m.cfg.Group, m.cfg.InstanceID, err)
 }
 
 // reconcile moves from owned to target: stop what left (committed while
-// still owned), start what came. It says whether anything changed.
-func (m *ConsumerMember) reconcile(ctx context.Context, h Handler, owned, target Assignment, epoch int32) bool {
+// still owned), start what came, heartbeating throughout. It returns the
+// epoch the heartbeats meanwhile reached and whether anything changed.
+func (m *ConsumerMember) reconcile(ctx context.Context, h Handler, owned, target Assignment, epoch int32) (int32, bool) {
 	revoked := owned.Minus(target)
 	added := target.Minus(owned)
 	if revoked.Count() == 0 && added.Count() == 0 {
-		return false
+		return epoch, false
 	}
 	g := Generation{ID: epoch, MemberID: m.id, Protocol: "consumer", Cooperative: true,
 		Assigned: target.Clone(), Added: added, Revoked: revoked, Moved: revoked.Count() + added.Count()}
@@ -225,63 +274,76 @@ func (m *ConsumerMember) reconcile(ctx context.Context, h Handler, owned, target
 		"partitions", target.Count(), "added", added.Count(), "revoked", revoked.Count(), "moved", g.Moved,
 		"assigned", map[string][]int(target))
 	if revoked.Count() > 0 {
-		m.revoke(ctx, h, revoked, owned, epoch)
+		gone := m.deletedOf(ctx, revoked)
+		epoch = m.beatWhile(ctx, "revoking", func() {
+			if gone.Count() > 0 {
+				h.Lose(gone) // nothing to commit to a topic that is no more
+			}
+			if rest := revoked.Minus(gone); rest.Count() > 0 {
+				h.Revoke(rest)
+			}
+		}, epoch, owned)
 	}
-	h.Assign(g)
-	return true
+	// What came is acknowledged only once started: until then the
+	// heartbeats name what the member kept.
+	epoch = m.beatWhile(ctx, "assigning", func() { h.Assign(g) }, epoch, owned.Minus(revoked))
+	return epoch, true
 }
 
-// revoke stops the partitions while heartbeats go on (the member still
-// owns them until it acknowledges, and a silent member is dropped).
-func (m *ConsumerMember) revoke(ctx context.Context, h Handler, revoked, owned Assignment, epoch int32) {
+// beatWhile runs the job's side of a change (fn) while heartbeats go on at
+// the coordinator's interval: the member still owns what it reports, and
+// a silent member is fenced when its session ends. An answer's assignment
+// is left for the acknowledging heartbeat after fn, which gets the whole
+// assignment again (every heartbeat is a full one). It returns the epoch
+// the answers reached.
+func (m *ConsumerMember) beatWhile(ctx context.Context, doing string, fn func(), epoch int32, owned Assignment) int32 {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		h.Revoke(revoked)
+		fn()
 	}()
+	t := time.NewTimer(m.interval)
+	defer t.Stop()
 	for {
 		select {
 		case <-done:
-			return
-		case <-time.After(revokeBeat):
-			// The answer's assignment is ignored: it is reconciled after
-			// the revoke, at the acknowledging heartbeat.
-			if _, err := m.heartbeat(context.WithoutCancel(ctx), epoch, owned); err != nil {
-				m.log.Warn("heartbeat while revoking failed", "err", err)
+			return epoch
+		case <-t.C:
+			if ans, err := m.beat(context.WithoutCancel(ctx), epoch, owned); err != nil {
+				m.log.Warn("heartbeat while "+doing+" failed", "err", err)
+			} else {
+				epoch = ans.Epoch
 			}
+			t.Reset(m.interval)
 		}
 	}
 }
 
-// revokeBeat is the heartbeat interval while partitions are committed
-// before they are let go of: well inside the broker's session timeout.
-const revokeBeat = 3 * time.Second
-
 // heartbeat sends one ConsumerGroupHeartbeat with the whole state.
-func (m *ConsumerMember) heartbeat(ctx context.Context, epoch int32, owned Assignment) (consumerHeartbeatAnswer, error) {
+func (m *ConsumerMember) heartbeat(ctx context.Context, epoch int32, owned Assignment) (wire.ConsumerHeartbeatAnswer, error) {
 	ids, err := m.ids(ctx, owned)
 	if err != nil {
-		return consumerHeartbeatAnswer{}, err
+		return wire.ConsumerHeartbeatAnswer{}, err
 	}
-	req := consumerHeartbeat{Group: m.cfg.Group, MemberID: m.id, Epoch: epoch, InstanceID: m.cfg.InstanceID, Rack: m.cfg.Rack,
-		RebalanceTimeoutMS: int32(m.cfg.RebalanceTimeout / time.Millisecond), Topics: slices.Sorted(slices.Values(m.cfg.Topics)),
+	req := wire.ConsumerHeartbeat{Group: m.cfg.Group, MemberID: m.id, Epoch: epoch, InstanceID: m.cfg.InstanceID, Rack: m.cfg.Rack,
+		RebalanceTimeoutMS: int32(m.cfg.RebalanceTimeout / time.Millisecond), Topics: m.subscription(),
 		Assignor: m.cfg.Assignor, Owned: ids}
-	hctx, cancel := context.WithTimeout(ctx, heartbeatTimeout)
+	hctx, cancel := context.WithTimeout(ctx, min(m.session, heartbeatTimeout))
 	defer cancel()
-	body, err := m.coord.exchange(hctx, apiConsumerGroupHeartbeat, consumerHeartbeatVersion, true, req.encode())
+	body, err := m.coord.exchange(hctx, wire.APIConsumerGroupHeartbeat, wire.ConsumerHeartbeatVersion, true, req.Encode())
 	if err != nil {
-		return consumerHeartbeatAnswer{}, fmt.Errorf("ConsumerGroupHeartbeat: %w", err)
+		return wire.ConsumerHeartbeatAnswer{}, fmt.Errorf("ConsumerGroupHeartbeat: %w", err)
 	}
-	ans, err := decodeConsumerHeartbeatAnswer(body)
+	ans, err := wire.DecodeConsumerHeartbeatAnswer(body)
 	if err != nil {
-		return consumerHeartbeatAnswer{}, fmt.Errorf("ConsumerGroupHeartbeat answer: %w", err)
+		return wire.ConsumerHeartbeatAnswer{}, fmt.Errorf("ConsumerGroupHeartbeat answer: %w", err)
 	}
 	return ans, nil
 }
 
 // ids names owned by topic id.
-func (m *ConsumerMember) ids(ctx context.Context, owned Assignment) (topicPartitions, error) {
-	out := topicPartitions{}
+func (m *ConsumerMember) ids(ctx context.Context, owned Assignment) (wire.TopicPartitions, error) {
+	out := wire.TopicPartitions{}
 	for t, ps := range owned {
 		id, ok := m.topicID(t)
 		if !ok {
@@ -308,7 +370,7 @@ func (m *ConsumerMember) topicID(topic string) ([16]byte, bool) {
 
 // names names an assignment's topics; an id it does not know (a topic
 // recreated) makes it ask for the metadata again.
-func (m *ConsumerMember) names(ctx context.Context, tps topicPartitions) (Assignment, error) {
+func (m *ConsumerMember) names(ctx context.Context, tps wire.TopicPartitions) (Assignment, error) {
 	out := Assignment{}
 	for id, ps := range tps {
 		m.mu.Lock()
@@ -332,15 +394,61 @@ func (m *ConsumerMember) names(ctx context.Context, tps topicPartitions) (Assign
 	return out.Clone(), nil
 }
 
+// refresh reads the subscription's metadata. A topic the brokers no
+// longer know leaves the subscription, loudly; its id stays known, so the
+// partitions still owned of it can be named until they are let go of.
 func (m *ConsumerMember) refresh(ctx context.Context) error {
-	md, err := m.describe(ctx, m.cfg.Topics)
+	md, err := m.describe(ctx, m.subscription())
 	if err != nil {
 		return err
 	}
 	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, name := range m.topics.names {
+		if _, ok := md.ids[name]; !ok && slices.Contains(md.gone, name) {
+			md.names[id], md.ids[name] = name, id
+		}
+	}
 	m.topics = md
-	m.mu.Unlock()
+	for _, t := range md.gone {
+		i := slices.Index(m.subscribed, t)
+		switch {
+		case i < 0:
+		case len(m.subscribed) == 1:
+			m.log.Error("the job's last input topic was deleted: nothing is left to read until it is created again", "topic", t)
+		default:
+			m.subscribed = slices.Delete(m.subscribed, i, i+1)
+			m.log.Error("an input topic was deleted: it leaves the subscription and the other topics go on; create it again and restart the job to read it",
+				"topic", t, "subscribed", m.subscribed)
+		}
+	}
 	return nil
+}
+
+// subscription is the topics the member asks for.
+func (m *ConsumerMember) subscription() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.subscribed)
+}
+
+// deletedOf is the part of ps whose topics were deleted: the coordinator
+// takes a deleted topic out of every assignment, so a revoke is when to
+// ask. Metadata that cannot be read counts nothing as deleted.
+func (m *ConsumerMember) deletedOf(ctx context.Context, ps Assignment) Assignment {
+	if err := m.refresh(ctx); err != nil {
+		m.log.Warn("metadata of the subscription unreadable; revoking as usual", "err", err)
+		return Assignment{}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	gone := Assignment{}
+	for t, p := range ps {
+		if slices.Contains(m.topics.gone, t) {
+			gone[t] = slices.Clone(p)
+		}
+	}
+	return gone
 }
 
 // lose stops what the member owned after the group dropped it.
@@ -355,14 +463,14 @@ func (m *ConsumerMember) lose(h Handler, owned Assignment, why error) {
 // stop is the end of Run: commit what is owned, then leave.
 func (m *ConsumerMember) stop(h Handler, owned Assignment, epoch int32) error {
 	if owned.Count() > 0 {
-		m.revoke(context.Background(), h, owned, owned, epoch)
+		epoch = m.beatWhile(context.Background(), "revoking", func() { h.Revoke(owned) }, epoch, owned)
 	}
 	if epoch <= 0 {
 		return nil // never joined, or already out
 	}
-	leave, how := epochLeave, "left the group"
+	leave, how := wire.EpochLeave, "left the group"
 	if m.cfg.InstanceID != "" && !m.cfg.LeaveOnShutdown {
-		leave, how = epochLeaveStatic, "static member stopping: a restart within the session timeout takes its partitions back with no rebalance"
+		leave, how = wire.EpochLeaveStatic, "static member stopping: a restart within the session timeout takes its partitions back with no rebalance"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

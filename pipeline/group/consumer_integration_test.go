@@ -158,13 +158,6 @@ func (r *runningMember) stop(t *testing.T) {
 	})
 }
 
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(p))
-	return len(p), nil
-}
-
 // waitOwned waits until the members hold per partitions each, and all
 // partitions between them.
 func waitOwned(t *testing.T, o *ownership, members []string, per int, limit time.Duration) (map[string][]int, time.Duration) {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logstore/logstore/pipeline/group/wire"
 )
 
 // TestWithholdKeepsAPartitionFromItsNewOwnerWhileTheOldOneHoldsIt: the
@@ -67,27 +69,27 @@ func TestWithholdKeepsAPartitionFromItsNewOwnerWhileTheOldOneHoldsIt(t *testing.
 // describe the group; an eager one is version 1 without owned partitions,
 // the layout kafka-go's ConsumerGroup reads.
 func TestSubscriptionIsJavasLayout(t *testing.T) {
-	s := subscription{Version: cooperativeVersion, Topics: []string{"logs", "more"}, UserData: []byte{1, 2, 3},
+	s := wire.Subscription{Version: wire.CooperativeVersion, Topics: []string{"logs", "more"}, UserData: []byte{1, 2, 3},
 		Owned: Assignment{"logs": {0, 4}, "more": {7}}, Generation: 12}
 	var k kmsg.ConsumerMemberMetadata
-	if err := k.ReadFrom(s.encode()); err != nil {
+	if err := k.ReadFrom(s.Encode()); err != nil {
 		t.Fatal(err)
 	}
 	if k.Version != 2 || !slices.Equal(k.Topics, s.Topics) || !slices.Equal(k.UserData, s.UserData) || k.Generation != 12 || len(k.OwnedPartitions) != 2 {
 		t.Errorf("kmsg reads %+v", k)
 	}
-	back, err := decodeSubscription(s.encode())
+	back, err := wire.DecodeSubscription(s.Encode())
 	if err != nil || !reflect.DeepEqual(back, s) {
 		t.Errorf("decoded %+v, %v; want %+v", back, err, s)
 	}
-	eager := subscription{Version: eagerVersion, Topics: []string{"logs"}, UserData: []byte{9}}
+	eager := wire.Subscription{Version: wire.EagerVersion, Topics: []string{"logs"}, UserData: []byte{9}}
 	want := []byte{0, 1, 0, 0, 0, 1, 0, 4, 'l', 'o', 'g', 's', 0, 0, 0, 1, 9}
-	if got := eager.encode(); !slices.Equal(got, want) {
+	if got := eager.Encode(); !slices.Equal(got, want) {
 		t.Errorf("eager subscription % x; want % x", got, want)
 	}
 	a := Assignment{"logs": {3, 1}}
 	var ka kmsg.ConsumerMemberAssignment
-	if err := ka.ReadFrom(encodeAssignment(a, false)); err != nil || len(ka.Topics) != 1 || !slices.Equal(ka.Topics[0].Partitions, []int32{1, 3}) {
+	if err := ka.ReadFrom(wire.EncodeAssignment(a, false)); err != nil || len(ka.Topics) != 1 || !slices.Equal(ka.Topics[0].Partitions, []int32{1, 3}) {
 		t.Errorf("kmsg reads the assignment as %+v, %v", ka, err)
 	}
 }
@@ -100,7 +102,7 @@ func TestDecodeRefusesForgedCounts(t *testing.T) {
 		{0, 2, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x7f, 0, 0, 0},
 		{0, 1, 0, 0, 0, 1, 0, 9, 'x'},
 	} {
-		if _, err := decodeSubscription(b); err == nil {
+		if _, err := wire.DecodeSubscription(b); err == nil {
 			t.Errorf("% x decoded without error", b)
 		}
 	}
@@ -111,20 +113,20 @@ func TestDecodeRefusesForgedCounts(t *testing.T) {
 // reader (kmsg) takes as opaque; one from any other round carries none.
 func TestAssignmentCarriesTheFollowUp(t *testing.T) {
 	for _, rejoin := range []bool{true, false} {
-		b := encodeAssignment(Assignment{"logs": {2, 0}}, rejoin)
+		b := wire.EncodeAssignment(Assignment{"logs": {2, 0}}, rejoin)
 		var ka kmsg.ConsumerMemberAssignment
 		if err := ka.ReadFrom(b); err != nil || !slices.Equal(ka.Topics[0].Partitions, []int32{0, 2}) || (ka.UserData != nil) != rejoin {
 			t.Errorf("rejoin %v: kmsg reads %+v, %v", rejoin, ka, err)
 		}
-		a, got, err := decodeAssignment(b)
-		if err != nil || got != rejoin || !reflect.DeepEqual(a, Assignment{"logs": {0, 2}}) {
+		a, got, err := wire.DecodeAssignment(b)
+		if err != nil || got != rejoin || !reflect.DeepEqual(Assignment(a), Assignment{"logs": {0, 2}}) {
 			t.Errorf("rejoin %v: decoded %v, %v, %v", rejoin, a, got, err)
 		}
 	}
 	// kafka-go's ConsumerGroup and an older member of ours write no user
 	// data field at all.
-	old := encodeAssignment(Assignment{"logs": {1}}, false)
-	if a, rejoin, err := decodeAssignment(old[:len(old)-4]); err != nil || rejoin || !a.Has("logs", 1) {
+	old := wire.EncodeAssignment(Assignment{"logs": {1}}, false)
+	if a, rejoin, err := wire.DecodeAssignment(old[:len(old)-4]); err != nil || rejoin || !Assignment(a).Has("logs", 1) {
 		t.Errorf("an assignment without user data: %v, %v, %v", a, rejoin, err)
 	}
 }

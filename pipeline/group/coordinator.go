@@ -4,20 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
-	"sync"
 
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol"
-	"github.com/segmentio/kafka-go/protocol/findcoordinator"
 
+	"github.com/logstore/logstore/internal/kafka/conn"
 	"github.com/logstore/logstore/pipeline/fetch"
 )
 
 // coordinator is the member's connection to its group's coordinator, found
 // with FindCoordinator through the seed brokers and dialled again whenever
-// a request fails or the broker says it no longer coordinates the group.
+// a request fails or the broker says it no longer coordinates the group
+// (the keeping is conn.Coordinator's, shared with the producer).
 // Requests take turns on it: JoinGroup, SyncGroup, Heartbeat, LeaveGroup.
 // Offset commits do not go over it (they are the job's, and must not wait
 // behind a JoinGroup the broker holds for a whole rebalance).
@@ -26,106 +24,95 @@ type coordinator struct {
 	seeds  []string
 	group  string
 
-	mu   sync.Mutex
-	conn *fetch.Conn
+	kept conn.Coordinator[*fetch.Conn]
 }
 
 // get returns the open connection, finding and dialling the coordinator
 // when there is none.
 func (c *coordinator) get(ctx context.Context) (*fetch.Conn, error) {
-	c.mu.Lock()
-	conn := c.conn
-	c.mu.Unlock()
-	if conn != nil {
-		return conn, nil
-	}
-	addr, err := c.find(ctx)
+	fc, _, err := c.kept.Get(ctx, c.find, c.dial)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the coordinator of group %s: %w", c.group, err)
 	}
-	conn, err = fetch.Dial(ctx, c.dialer, addr)
-	if err != nil {
-		return nil, fmt.Errorf("dialling the coordinator of group %s at %s: %w", c.group, addr, err)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.conn != nil { // another request found it first
-		conn.Close()
-		return c.conn, nil
-	}
-	c.conn = conn
-	return conn, nil
+	return fc, nil
+}
+
+// nodeID is the coordinator's broker id.
+func (c *coordinator) nodeID(ctx context.Context) (int32, error) {
+	_, b, err := c.kept.Get(ctx, c.find, c.dial)
+	return b.Node, err
+}
+
+func (c *coordinator) dial(ctx context.Context, addr string) (*fetch.Conn, error) {
+	return fetch.Dial(ctx, c.dialer, addr)
 }
 
 // find asks the seed brokers in turn which broker coordinates the group.
-func (c *coordinator) find(ctx context.Context) (string, error) {
+// Seeds are dialled by name each time, so a name that now resolves
+// elsewhere is followed.
+func (c *coordinator) find(ctx context.Context) (conn.Broker, error) {
+	if len(c.seeds) == 0 {
+		return conn.Broker{}, errors.New("no seed brokers (kafka.brokers)")
+	}
 	var errs []error
 	for _, seed := range c.seeds {
-		addr, err := c.ask(ctx, seed)
+		b, err := c.ask(ctx, seed)
 		if err == nil {
-			return addr, nil
+			return b, nil
 		}
 		if ctx.Err() != nil {
-			return "", ctx.Err()
+			return conn.Broker{}, ctx.Err()
 		}
-		errs = append(errs, err)
+		errs = append(errs, fmt.Errorf("seed %s: %w", seed, err))
 	}
-	return "", fmt.Errorf("finding the coordinator of group %s: %w", c.group, errors.Join(errs...))
+	return conn.Broker{}, errors.Join(errs...)
 }
 
-func (c *coordinator) ask(ctx context.Context, seed string) (string, error) {
-	conn, err := fetch.Dial(ctx, c.dialer, seed)
+func (c *coordinator) ask(ctx context.Context, seed string) (conn.Broker, error) {
+	fc, err := fetch.Dial(ctx, c.dialer, seed)
 	if err != nil {
-		return "", fmt.Errorf("seed %s: %w", seed, err)
+		return conn.Broker{}, err
 	}
-	defer conn.Close()
-	msg, err := conn.Request(ctx, &findcoordinator.Request{Key: c.group})
-	if err != nil {
-		return "", fmt.Errorf("seed %s: %w", seed, err)
-	}
-	res := msg.(*findcoordinator.Response)
-	if res.ErrorCode != 0 {
-		return "", fmt.Errorf("seed %s: %w", seed, kafka.Error(res.ErrorCode))
-	}
-	return net.JoinHostPort(res.Host, strconv.Itoa(int(res.Port))), nil
+	defer fc.Close()
+	return conn.Find(ctx, fc.Request, conn.Group, c.group)
 }
 
 // request sends req to the coordinator. A failed request leaves the
 // connection unusable, so it is dropped.
 func (c *coordinator) request(ctx context.Context, req protocol.Message) (protocol.Message, error) {
-	conn, err := c.get(ctx)
+	fc, err := c.get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	msg, err := conn.Request(ctx, req)
+	msg, err := fc.Request(ctx, req)
 	if err != nil {
-		c.drop(conn)
+		c.kept.Drop(fc)
 	}
 	return msg, err
 }
 
 // raw is request at a fixed version, answering the body undecoded.
 func (c *coordinator) raw(ctx context.Context, version int16, req protocol.Message) ([]byte, error) {
-	conn, err := c.get(ctx)
+	fc, err := c.get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	body, err := conn.RequestRaw(ctx, version, req)
+	body, err := fc.RequestRaw(ctx, version, req)
 	if err != nil {
-		c.drop(conn)
+		c.kept.Drop(fc)
 	}
 	return body, err
 }
 
 // exchange sends a request the caller encoded (fetch.Conn.Exchange).
 func (c *coordinator) exchange(ctx context.Context, key, version int16, flexible bool, body []byte) ([]byte, error) {
-	conn, err := c.get(ctx)
+	fc, err := c.get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	answer, err := conn.Exchange(ctx, key, version, flexible, body)
+	answer, err := fc.Exchange(ctx, key, version, flexible, body)
 	if err != nil {
-		c.drop(conn)
+		c.kept.Drop(fc)
 	}
 	return answer, err
 }
@@ -137,31 +124,10 @@ func (c *coordinator) answered(code int16) error {
 		return nil
 	}
 	err := kafka.Error(code)
-	if coordinatorMoved(err) {
+	if conn.Moved(err) {
 		c.reset()
 	}
 	return err
 }
 
-func coordinatorMoved(err error) bool {
-	return errors.Is(err, kafka.NotCoordinatorForGroup) || errors.Is(err, kafka.GroupCoordinatorNotAvailable) || errors.Is(err, kafka.GroupLoadInProgress)
-}
-
-func (c *coordinator) drop(conn *fetch.Conn) {
-	c.mu.Lock()
-	if c.conn == conn {
-		c.conn = nil
-	}
-	c.mu.Unlock()
-	conn.Close()
-}
-
-func (c *coordinator) reset() {
-	c.mu.Lock()
-	conn := c.conn
-	c.conn = nil
-	c.mu.Unlock()
-	if conn != nil {
-		conn.Close()
-	}
-}
+func (c *coordinator) reset() { c.kept.Reset() }

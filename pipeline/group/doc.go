@@ -1,14 +1,16 @@
 // Package group is logstore's consumer group member: Member on the classic
 // group protocol, ConsumerMember on the next-generation one (KIP-848,
-// consumer.go), both over the fetch client's connection layer (fetch.Conn:
-// the same TLS, SASL and session renewal). Member speaks FindCoordinator,
-// JoinGroup v7, SyncGroup v5, Heartbeat v3 and LeaveGroup v3 through
-// kafka-go's protocol package (kafka-go lays the last two answers out in
-// the wrong order, so they are read here); offsets are not its business:
-// the job commits them with the member's current generation and member id
-// (Current). ConsumerMember encodes ConsumerGroupHeartbeat v1 itself, and
-// commits for the job (OffsetCommit v9, which kafka-go does not speak)
-// with its member epoch.
+// consumer.go), both over the fetch client's connections (fetch.Conn: the
+// same TLS, SASL and session renewal), their coordinator found and kept by
+// internal/kafka/conn, which the producer shares. This package holds the
+// members' states and transitions; the bytes are package wire's. Member
+// speaks FindCoordinator, JoinGroup v7, SyncGroup v5, Heartbeat v3 and
+// LeaveGroup v3 through kafka-go's protocol package (kafka-go lays the
+// last two answers out in the wrong order, so wire reads them); offsets
+// are not its business: the job commits them with the member's current
+// generation and member id (Current). ConsumerMember sends
+// ConsumerGroupHeartbeat v1 (encoded by wire), and commits for the job
+// (OffsetCommit v9, which kafka-go does not speak) with its member epoch.
 //
 // Why not kafka-go's ConsumerGroup: it is eager, so at every generation
 // every member stopped every partition, wrote every open batch (a small

@@ -2,7 +2,6 @@ package group
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +16,8 @@ import (
 	"github.com/segmentio/kafka-go/protocol/syncgroup"
 
 	"github.com/logstore/logstore/internal/clock"
+
+	"github.com/logstore/logstore/pipeline/group/wire"
 )
 
 // Config is a member's settings.
@@ -270,10 +271,10 @@ func (m *Member) stop(h Handler, owned Assignment, beats *beater) error {
 	leaving := leavegroup.RequestMember{MemberID: id, GroupInstanceID: m.cfg.InstanceID}
 	body, err := m.coord.raw(ctx, 3, &leavegroup.Request{GroupID: m.cfg.Group, Members: []leavegroup.RequestMember{leaving}})
 	if err == nil {
-		err = m.coord.answered(errorCode(body))
+		err = m.coord.answered(wire.ErrorCode(body))
 	}
 	if err == nil {
-		err = m.coord.answered(leftMemberCode(body))
+		err = m.coord.answered(wire.LeftMemberCode(body))
 	}
 	if err != nil {
 		m.log.Warn("leaving the group failed; the coordinator drops this member after the session timeout", "err", err, "session_timeout", m.cfg.SessionTimeout)
@@ -281,41 +282,6 @@ func (m *Member) stop(h Handler, owned Assignment, beats *beater) error {
 	}
 	m.log.Info("left the group", "member", id, "instance", m.cfg.InstanceID)
 	return nil
-}
-
-// errorCode reads the error code of a Heartbeat or LeaveGroup answer
-// (v1-v3: throttle_time_ms int32, then error_code int16); a short body
-// reads as UNKNOWN_SERVER_ERROR.
-func errorCode(body []byte) int16 {
-	if len(body) < 6 {
-		return -1
-	}
-	return int16(binary.BigEndian.Uint16(body[4:6]))
-}
-
-// leftMemberCode reads the first member's error code of a LeaveGroup v3
-// answer (after the top-level error: members, each a member id, a
-// nullable instance id and an error code): a static member named with an
-// instance id the group does not hold, or with another member id, is
-// refused there (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID).
-func leftMemberCode(body []byte) int16 {
-	r := reader{buf: body}
-	r.take(6) // throttle time, error code
-	if n := r.count(6); n < 1 {
-		if r.err != nil {
-			return -1
-		}
-		return 0 // none named: nothing refused
-	}
-	r.string()
-	if n := r.int16(); n > 0 {
-		r.take(int(n))
-	}
-	code := r.int16()
-	if r.err != nil {
-		return -1
-	}
-	return code
 }
 
 // protocols is what the member offers in JoinGroup, in its order of
@@ -331,13 +297,13 @@ func (m *Member) protocols(owned, had Assignment) []joingroup.RequestProtocol {
 	}
 	topics := slices.Sorted(slices.Values(m.cfg.Topics))
 	name := m.cfg.Assignor.ProtocolName()
-	eager := joingroup.RequestProtocol{Name: name, Metadata: subscription{Version: eagerVersion, Topics: topics, UserData: userData}.encode()}
+	eager := joingroup.RequestProtocol{Name: name, Metadata: wire.Subscription{Version: wire.EagerVersion, Topics: topics, UserData: userData}.Encode()}
 	if m.cfg.Eager {
 		return []joingroup.RequestProtocol{eager}
 	}
 	gen, _ := m.Current()
-	coop := subscription{Version: cooperativeVersion, Topics: topics, UserData: userData, Owned: owned, Generation: gen}
-	return []joingroup.RequestProtocol{{Name: cooperativeName(name), Metadata: coop.encode()}, eager}
+	coop := wire.Subscription{Version: wire.CooperativeVersion, Topics: topics, UserData: userData, Owned: owned, Generation: gen}
+	return []joingroup.RequestProtocol{{Name: cooperativeName(name), Metadata: coop.Encode()}, eager}
 }
 
 // cooperativeName is the cooperative variant of an assignor's protocol.
@@ -431,12 +397,12 @@ func (m *Member) sync(ctx context.Context, joined *joingroup.Response) (Generati
 		}
 		return Generation{}, m.refusal("SyncGroup", err)
 	}
-	a, rejoin, err := decodeAssignment(res.Assignments)
+	a, rejoin, err := wire.DecodeAssignment(res.Assignments)
 	g.followUp = coop && rejoin
 	if err != nil {
 		return Generation{}, fmt.Errorf("SyncGroup: the leader's assignment: %w", err)
 	}
-	g.Assigned = a.Clone()
+	g.Assigned = Assignment(a).Clone()
 	m.mu.Lock()
 	m.eager, m.leader = !coop, g.Leader
 	m.mu.Unlock()
@@ -450,7 +416,7 @@ func (m *Member) plan(ctx context.Context, joined []joingroup.ResponseMember, co
 	var claims []claim
 	var topics []string
 	for _, jm := range joined {
-		s, err := decodeSubscription(jm.Metadata)
+		s, err := wire.DecodeSubscription(jm.Metadata)
 		if err != nil {
 			m.log.Warn("a member's subscription could not be read; it is given nothing", "member", jm.MemberID, "err", err)
 		}
@@ -474,7 +440,7 @@ func (m *Member) plan(ctx context.Context, joined []joingroup.ResponseMember, co
 	m.log.Info("assignment planned", "members", len(members), "partitions", len(partitions), "moving", moving)
 	out := make([]syncgroup.RequestAssignment, 0, len(joined))
 	for _, jm := range joined {
-		out = append(out, syncgroup.RequestAssignment{MemberID: jm.MemberID, Assignment: encodeAssignment(plan[jm.MemberID], moving > 0)})
+		out = append(out, syncgroup.RequestAssignment{MemberID: jm.MemberID, Assignment: wire.EncodeAssignment(plan[jm.MemberID], moving > 0)})
 	}
 	return out, nil
 }
@@ -585,7 +551,7 @@ func (m *Member) heartbeat(g Generation) *beater {
 			body, err := m.coord.raw(ctx, 3, &heartbeat.Request{GroupID: m.cfg.Group, GenerationID: g.ID, MemberID: g.MemberID, GroupInstanceID: m.cfg.InstanceID})
 			cancel()
 			if err == nil {
-				err = m.coord.answered(errorCode(body))
+				err = m.coord.answered(wire.ErrorCode(body))
 			}
 			var end error
 			switch {

@@ -39,7 +39,7 @@ func TestConsumerReconcileRevokesBeforeItAssigns(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := NewConsumer(ConsumerConfig{Group: "g", Log: slog.New(slog.DiscardHandler)})
 			h := &callLog{}
-			changed := m.reconcile(context.Background(), h, tt.owned, tt.target, 3)
+			_, changed := m.reconcile(context.Background(), h, tt.owned, tt.target, 3)
 			if changed != tt.changed || !reflect.DeepEqual(h.calls, tt.want) {
 				t.Errorf("changed %v, calls %q; want %v, %q", changed, h.calls, tt.changed, tt.want)
 			}

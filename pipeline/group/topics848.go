@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/segmentio/kafka-go"
@@ -30,6 +31,7 @@ type topicMetadata struct {
 	names      map[[16]byte]string
 	ids        map[string][16]byte
 	partitions []topicReplica
+	gone       []string // asked for, and unknown to the brokers: deleted
 }
 
 // describe asks the coordinator for the topics' ids and placement.
@@ -59,6 +61,10 @@ func (m *ConsumerMember) describe(ctx context.Context, topics []string) (topicMe
 	md := topicMetadata{names: map[[16]byte]string{}, ids: map[string][16]byte{}}
 	for _, t := range res.Topics {
 		if t.Topic == nil {
+			continue
+		}
+		if err := kafka.Error(t.ErrorCode); errors.Is(err, kafka.UnknownTopicOrPartition) || errors.Is(err, kafka.UnknownTopicID) {
+			md.gone = append(md.gone, *t.Topic)
 			continue
 		}
 		if t.ErrorCode != 0 {

@@ -20,11 +20,16 @@
 # every good record once in the output topic and every bad one once in the
 # dead-letter topic, by their source headers; and no partition
 # may stand still for more than 45 s while no fault is under way (faults one
-# after another add up). CHAOS_LOGS=dir keeps every member's log. The reduced run
+# after another add up). A final clean run (one member, --until now) must
+# then leave no temporary file and no unfinished multipart upload behind,
+# in the output or the bucket. CHAOS_OUTPUT=file writes the files to a
+# local folder instead of S3 (the table stays on S3).
+# CHAOS_LOGS=dir keeps every member's log. The reduced run
 # is TestChaos in the integration tests. Run it as root: the tmpfs needs
 # mount (as another user the disk-full fault is left out).
 #   scripts/chaos/run.sh                 # 1,000,000 records, 30 faults, ~10 min
 #   CHAOS_RECORDS=200000 CHAOS_EVENTS=12 CHAOS_FLOOD=10000 CHAOS_SEED=7 scripts/chaos/run.sh
+#   CHAOS_OUTPUT=file scripts/chaos/run.sh   # the files sink on a local folder
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ "${CHAOS_EXACTLY_ONCE:-1}" = 0 ] && unset CHAOS_EXACTLY_ONCE || export CHAOS_EXACTLY_ONCE=1

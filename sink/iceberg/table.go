@@ -222,6 +222,12 @@ func (t *Table) Discard(topic string, partition int, prefix string) {
 	t.files.Discard(topic, partition, prefix)
 }
 
+// RemoveLeftovers removes what a dead writer left half stored of the
+// partition's data files (sink.Files.RemoveLeftovers).
+func (t *Table) RemoveLeftovers(ctx context.Context, topic string, partition int) int {
+	return t.files.RemoveLeftovers(ctx, topic, partition)
+}
+
 // Write stores the batch's data files and commits them, unless the table
 // holds the batch already; it returns once the commit is in the table.
 func (t *Table) Write(ctx context.Context, b *sink.Batch) error {

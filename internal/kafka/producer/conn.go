@@ -88,3 +88,6 @@ func (c *brokerConn) roundTrip(ctx context.Context, req protocol.Message) (proto
 }
 
 func (c *brokerConn) close() { c.pc.Close() }
+
+// Close is close for conn.Coordinator, which keeps coordinators' connections.
+func (c *brokerConn) Close() error { return c.pc.Close() }

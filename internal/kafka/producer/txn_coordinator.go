@@ -4,104 +4,74 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol"
-	"github.com/segmentio/kafka-go/protocol/findcoordinator"
+
+	"github.com/logstore/logstore/internal/kafka/conn"
 )
 
 // FindCoordinator key types (KIP-98 added the second).
 const (
-	coordinatorGroup       int8 = 0
-	coordinatorTransaction int8 = 1
+	coordinatorGroup       = conn.Group
+	coordinatorTransaction = conn.Transaction
 )
 
 // coordinator is the connection to the broker that coordinates one key: the
 // transactional id (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn,
 // EndTxn) or a group (TxnOffsetCommit, OffsetFetch). It is found again
-// whenever a request fails or the broker says it moved.
+// whenever a request fails or the broker says it moved (the keeping is
+// conn.Coordinator's, shared with the group member).
 type coordinator struct {
-	kind int8
+	kind conn.Kind
 	key  string
 
-	mu   sync.Mutex
-	conn *brokerConn
+	kept conn.Coordinator[*brokerConn]
 }
 
 // call sends req to the coordinator, finding and dialling it first when
 // needed. A failed round trip drops the connection (the stream is out of
 // step), so the next call finds the coordinator again.
 func (c *coordinator) call(ctx context.Context, p *Producer, req protocol.Message) (protocol.Message, error) {
-	conn, err := c.get(ctx, p)
+	bc, err := c.get(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
-	res, err := conn.roundTrip(rctx, req)
+	res, err := bc.roundTrip(rctx, req)
 	if err != nil {
-		c.drop(conn)
+		c.drop(bc)
 		return nil, err
 	}
 	return res, nil
 }
 
+// get returns the open connection, or finds the coordinator through the
+// producer's control connection and dials it.
 func (c *coordinator) get(ctx context.Context, p *Producer) (*brokerConn, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.conn != nil {
-		return c.conn, nil
-	}
-	msg, err := p.ctl.call(ctx, &findcoordinator.Request{Key: c.key, KeyType: c.kind})
-	if err != nil {
-		return nil, fmt.Errorf("finding the coordinator of %s: %w", c, err)
-	}
-	res := msg.(*findcoordinator.Response)
-	if res.ErrorCode != 0 {
-		return nil, fmt.Errorf("finding the coordinator of %s: %w", c, kafka.Error(res.ErrorCode))
-	}
-	addr := net.JoinHostPort(res.Host, strconv.Itoa(int(res.Port)))
-	conn, err := dialConn(ctx, p.cfg.Dial, p.cfg.ClientID, addr, p.cfg.RequestTimeout)
+	bc, _, err := c.kept.Get(ctx,
+		func(ctx context.Context) (conn.Broker, error) { return conn.Find(ctx, p.ctl.call, c.kind, c.key) },
+		func(ctx context.Context, addr string) (*brokerConn, error) {
+			return dialConn(ctx, p.cfg.Dial, p.cfg.ClientID, addr, p.cfg.RequestTimeout)
+		})
 	if err != nil {
 		return nil, fmt.Errorf("the coordinator of %s: %w", c, err)
 	}
-	c.conn = conn
-	return conn, nil
+	return bc, nil
 }
 
-func (c *coordinator) drop(conn *brokerConn) {
-	c.mu.Lock()
-	if c.conn == conn {
-		c.conn = nil
-	}
-	c.mu.Unlock()
-	conn.close()
-}
+// drop closes a connection whose stream is out of step.
+func (c *coordinator) drop(bc *brokerConn) { c.kept.Drop(bc) }
 
 // moved forgets the coordinator after NOT_COORDINATOR or
 // COORDINATOR_NOT_AVAILABLE: the next call asks where it is now.
-func (c *coordinator) moved() {
-	c.mu.Lock()
-	conn := c.conn
-	c.conn = nil
-	c.mu.Unlock()
-	if conn != nil {
-		conn.close()
-	}
-}
+func (c *coordinator) moved() { c.kept.Reset() }
 
 func (c *coordinator) close() { c.moved() }
 
-func (c *coordinator) String() string {
-	if c.kind == coordinatorTransaction {
-		return fmt.Sprintf("transactional id %q", c.key)
-	}
-	return fmt.Sprintf("group %q", c.key)
-}
+func (c *coordinator) String() string { return fmt.Sprintf("%s %q", c.kind, c.key) }
 
 // errTxnRetry wraps an answer the coordinator may answer otherwise in a
 // moment; the request is sent again.
@@ -114,7 +84,8 @@ var errTxnRetry = errors.New("retriable")
 // answer while the markers of an EndTxn are written), is asked again after
 // a short wait that doubles. Any other code comes back as a kafka.Error.
 func (p *Producer) coordinatorAsk(ctx context.Context, c *coordinator, what string, req protocol.Message, answer func(protocol.Message) int16) (protocol.Message, error) {
-	wait := 20 * time.Millisecond
+	backoff := conn.Backoff{Min: 20 * time.Millisecond, Max: time.Second}
+	wait := backoff.Next()
 	var last error
 	concurrent := 0
 	for {
@@ -156,7 +127,7 @@ func (p *Producer) coordinatorAsk(ctx context.Context, c *coordinator, what stri
 		case <-time.After(pause):
 		}
 		if pause == wait {
-			wait = min(2*wait, time.Second)
+			wait = backoff.Next()
 		}
 	}
 }

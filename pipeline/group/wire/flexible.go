@@ -1,4 +1,4 @@
-package group
+package wire
 
 import (
 	"encoding/binary"
@@ -50,7 +50,7 @@ func (r *flexReader) uvarint() uint64 {
 	}
 	v, n := binary.Uvarint(r.buf)
 	if n <= 0 {
-		r.err = fmt.Errorf("%w: a broken varint", errMetadata)
+		r.err = fmt.Errorf("%w: a broken varint", ErrMalformed)
 		r.buf = nil
 		return 0
 	}

@@ -1,4 +1,4 @@
-package group
+package wire
 
 import (
 	"encoding/binary"
@@ -36,7 +36,7 @@ func TestLeftMemberCodeReadsTheMembersRefusal(t *testing.T) {
 		{"nobody named", answer(0, "", 0), 0},
 		{"cut short", answer(1, "logstore-2", 82)[:12], -1},
 	} {
-		if got := leftMemberCode(tt.body); got != tt.want {
+		if got := LeftMemberCode(tt.body); got != tt.want {
 			t.Errorf("%s: %d, want %d", tt.name, got, tt.want)
 		}
 	}

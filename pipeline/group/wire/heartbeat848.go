@@ -1,4 +1,4 @@
-package group
+package wire
 
 import (
 	"cmp"
@@ -12,26 +12,26 @@ import (
 // make its own id (KIP-1082); kafka-go does not know the request, so it
 // is encoded and read here.
 const (
-	apiConsumerGroupHeartbeat int16 = 68
-	consumerHeartbeatVersion  int16 = 1
+	APIConsumerGroupHeartbeat int16 = 68
+	ConsumerHeartbeatVersion  int16 = 1
 )
 
 // Member epochs with a meaning of their own.
 const (
-	epochJoin        int32 = 0  // join, or join again after being fenced
-	epochLeave       int32 = -1 // leave: the partitions move at once
-	epochLeaveStatic int32 = -2 // a static member stops and will be back
+	EpochJoin        int32 = 0  // join, or join again after being fenced
+	EpochLeave       int32 = -1 // leave: the partitions move at once
+	EpochLeaveStatic int32 = -2 // a static member stops and will be back
 )
 
-// topicPartitions is partitions by topic id, as the protocol names topics.
-type topicPartitions map[[16]byte][]int32
+// TopicPartitions is partitions by topic id, as the protocol names topics.
+type TopicPartitions map[[16]byte][]int32
 
-// consumerHeartbeat is one ConsumerGroupHeartbeat request. Every field is
+// ConsumerHeartbeat is one ConsumerGroupHeartbeat request. Every field is
 // sent every time (the protocol lets a member leave out what did not
 // change; sending it again costs a few bytes and cannot go stale), which
 // makes it a full request: the coordinator answers it with the whole
 // assignment each time, so one this member could not apply comes again.
-type consumerHeartbeat struct {
+type ConsumerHeartbeat struct {
 	Group, MemberID    string
 	Epoch              int32
 	InstanceID, Rack   string // "" sends null
@@ -39,10 +39,10 @@ type consumerHeartbeat struct {
 	Topics             []string
 	Assignor           string // "" lets the broker choose
 	// Owned is what the member reads now; nil sends null (leaving).
-	Owned topicPartitions
+	Owned TopicPartitions
 }
 
-func (h consumerHeartbeat) encode() []byte {
+func (h ConsumerHeartbeat) Encode() []byte {
 	var w flexWriter
 	w.string(h.Group)
 	w.string(h.MemberID)
@@ -71,7 +71,7 @@ func (h consumerHeartbeat) encode() []byte {
 
 // appendTopicPartitions writes topics by id order and partitions
 // ascending, so one assignment always encodes the same.
-func appendTopicPartitions(w *flexWriter, tps topicPartitions) {
+func appendTopicPartitions(w *flexWriter, tps TopicPartitions) {
 	ids := slices.SortedFunc(maps.Keys(tps), func(a, b [16]byte) int { return slices.Compare(a[:], b[:]) })
 	w.count(len(ids))
 	for _, id := range ids {
@@ -85,8 +85,8 @@ func appendTopicPartitions(w *flexWriter, tps topicPartitions) {
 	}
 }
 
-// consumerHeartbeatAnswer is the coordinator's answer.
-type consumerHeartbeatAnswer struct {
+// ConsumerHeartbeatAnswer is the coordinator's answer.
+type ConsumerHeartbeatAnswer struct {
 	ErrorCode           int16
 	ErrorMessage        string
 	MemberID            string
@@ -95,12 +95,12 @@ type consumerHeartbeatAnswer struct {
 	// Assignment is nil when unchanged since the last answer; otherwise
 	// every partition the member may read now (those another member still
 	// has to let go of come in a later answer).
-	Assignment topicPartitions
+	Assignment TopicPartitions
 }
 
-func decodeConsumerHeartbeatAnswer(body []byte) (consumerHeartbeatAnswer, error) {
+func DecodeConsumerHeartbeatAnswer(body []byte) (ConsumerHeartbeatAnswer, error) {
 	r := flexReader{reader{buf: body}}
-	var a consumerHeartbeatAnswer
+	var a ConsumerHeartbeatAnswer
 	r.int32() // throttle time
 	a.ErrorCode = r.int16()
 	a.ErrorMessage = r.string()
@@ -117,9 +117,9 @@ func decodeConsumerHeartbeatAnswer(body []byte) (consumerHeartbeatAnswer, error)
 }
 
 // readTopicPartitions reads an array of topic ids and their partitions.
-func readTopicPartitions(r *flexReader) topicPartitions {
+func readTopicPartitions(r *flexReader) TopicPartitions {
 	n := r.count(18)
-	out := make(topicPartitions, max(n, 0))
+	out := make(TopicPartitions, max(n, 0))
 	for range n {
 		id := r.uuid()
 		k := r.count(4)

@@ -1,16 +1,16 @@
-package group
+package wire
 
 // OffsetCommit v9, the first version the coordinator takes from a member
 // of the next-generation protocol (it refuses older ones from such a
 // member with UNSUPPORTED_VERSION): the member epoch stands where the
 // generation stood. kafka-go stops at v7, so it is encoded and read here.
 const (
-	apiOffsetCommit           int16 = 8
-	offsetCommitMemberVersion int16 = 9
+	APIOffsetCommit           int16 = 8
+	OffsetCommitMemberVersion int16 = 9
 )
 
-// offsetCommit is one partition's commit.
-type offsetCommit struct {
+// OffsetCommit is one partition's commit.
+type OffsetCommit struct {
 	Group, MemberID, InstanceID string
 	Epoch                       int32
 	Topic                       string
@@ -19,7 +19,7 @@ type offsetCommit struct {
 	Metadata                    string
 }
 
-func (c offsetCommit) encode() []byte {
+func (c OffsetCommit) Encode() []byte {
 	var w flexWriter
 	w.string(c.Group)
 	w.int32(c.Epoch)
@@ -38,9 +38,9 @@ func (c offsetCommit) encode() []byte {
 	return w.b
 }
 
-// decodeOffsetCommitAnswer returns the error code of topic/partition in
+// DecodeOffsetCommitAnswer returns the error code of topic/partition in
 // the answer; -1 (UNKNOWN_SERVER_ERROR) when the answer does not name it.
-func decodeOffsetCommitAnswer(body []byte, topic string, partition int32) (int16, error) {
+func DecodeOffsetCommitAnswer(body []byte, topic string, partition int32) (int16, error) {
 	r := flexReader{reader{buf: body}}
 	r.int32() // throttle time
 	code := int16(-1)

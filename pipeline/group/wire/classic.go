@@ -1,4 +1,4 @@
-package group
+package wire
 
 import (
 	"bytes"
@@ -21,37 +21,37 @@ import (
 // follow, as in Java's subscription v2, so the leader can tell a current
 // owner from a stale one.
 const (
-	eagerVersion       = 1
-	cooperativeVersion = 2
+	EagerVersion       = 1
+	CooperativeVersion = 2
 )
 
-// subscription is one member's JoinGroup metadata.
-type subscription struct {
+// Subscription is one member's JoinGroup metadata.
+type Subscription struct {
 	Version    int16
 	Topics     []string
 	UserData   []byte
-	Owned      Assignment // version 2
+	Owned      Partitions // version 2
 	Generation int32      // version 2: the generation Owned is from; -1 none
 }
 
-func (s subscription) encode() []byte {
+func (s Subscription) Encode() []byte {
 	var b []byte
 	b = binary.BigEndian.AppendUint16(b, uint16(s.Version))
 	b = appendStrings(b, s.Topics)
 	b = appendBytes(b, s.UserData)
-	if s.Version >= cooperativeVersion {
+	if s.Version >= CooperativeVersion {
 		b = appendAssignment(b, s.Owned)
 		b = binary.BigEndian.AppendUint32(b, uint32(s.Generation))
 	}
 	return b
 }
 
-func decodeSubscription(data []byte) (subscription, error) {
+func DecodeSubscription(data []byte) (Subscription, error) {
 	r := reader{buf: data}
-	s := subscription{Version: r.int16(), Generation: -1}
+	s := Subscription{Version: r.int16(), Generation: -1}
 	s.Topics = r.strings()
 	s.UserData = r.bytes()
-	if s.Version >= cooperativeVersion {
+	if s.Version >= CooperativeVersion {
 		s.Owned = r.assignment()
 		s.Generation = r.int32()
 	}
@@ -65,11 +65,11 @@ func decodeSubscription(data []byte) (subscription, error) {
 // default, between a join and the partitions reaching the newcomer).
 var followUp = []byte("logstore:follow-up")
 
-// encodeAssignment is the SyncGroup assignment of one member: version 1,
+// EncodeAssignment is the SyncGroup assignment of one member: version 1,
 // its partitions, and as user data followUp or nothing.
-func encodeAssignment(a Assignment, rejoin bool) []byte {
+func EncodeAssignment(a Partitions, rejoin bool) []byte {
 	var b []byte
-	b = binary.BigEndian.AppendUint16(b, eagerVersion)
+	b = binary.BigEndian.AppendUint16(b, EagerVersion)
 	b = appendAssignment(b, a)
 	if rejoin {
 		return appendBytes(b, followUp)
@@ -77,11 +77,11 @@ func encodeAssignment(a Assignment, rejoin bool) []byte {
 	return appendBytes(b, nil)
 }
 
-// decodeAssignment reads a member's assignment and whether the leader
+// DecodeAssignment reads a member's assignment and whether the leader
 // asked for a follow-up round.
-func decodeAssignment(data []byte) (a Assignment, rejoin bool, err error) {
+func DecodeAssignment(data []byte) (a Partitions, rejoin bool, err error) {
 	if len(data) == 0 {
-		return Assignment{}, false, nil // a member given nothing
+		return Partitions{}, false, nil // a member given nothing
 	}
 	r := reader{buf: data}
 	r.int16()
@@ -115,7 +115,7 @@ func appendBytes(b, data []byte) []byte {
 
 // appendAssignment writes topics in name order, partitions ascending, so
 // the same assignment always encodes the same.
-func appendAssignment(b []byte, a Assignment) []byte {
+func appendAssignment(b []byte, a Partitions) []byte {
 	topics := slices.Sorted(maps.Keys(a))
 	b = binary.BigEndian.AppendUint32(b, uint32(len(topics)))
 	for _, t := range topics {
@@ -129,7 +129,11 @@ func appendAssignment(b []byte, a Assignment) []byte {
 	return b
 }
 
-var errMetadata = errors.New("malformed consumer protocol data")
+// Partitions names partitions by topic, as the classic protocol's
+// assignment does (the member's Assignment is one).
+type Partitions = map[string][]int
+
+var ErrMalformed = errors.New("malformed consumer protocol data")
 
 // reader consumes buf and keeps the first error; reads after it return
 // zero values.
@@ -143,7 +147,7 @@ func (r *reader) take(n int) []byte {
 		return nil
 	}
 	if n < 0 || n > len(r.buf) {
-		r.err = fmt.Errorf("%w: %d bytes wanted, %d left", errMetadata, n, len(r.buf))
+		r.err = fmt.Errorf("%w: %d bytes wanted, %d left", ErrMalformed, n, len(r.buf))
 		r.buf = nil
 		return nil
 	}
@@ -202,9 +206,9 @@ func (r *reader) bytes() []byte {
 	return r.take(int(n))
 }
 
-func (r *reader) assignment() Assignment {
+func (r *reader) assignment() Partitions {
 	n := r.count(6)
-	a := make(Assignment, n)
+	a := make(Partitions, n)
 	for range n {
 		t := r.string()
 		k := r.count(4)
@@ -216,4 +220,39 @@ func (r *reader) assignment() Assignment {
 		a[t] = append(a[t], ps...)
 	}
 	return a
+}
+
+// ErrorCode reads the error code of a Heartbeat or LeaveGroup answer
+// (v1-v3: throttle_time_ms int32, then error_code int16); a short body
+// reads as UNKNOWN_SERVER_ERROR.
+func ErrorCode(body []byte) int16 {
+	if len(body) < 6 {
+		return -1
+	}
+	return int16(binary.BigEndian.Uint16(body[4:6]))
+}
+
+// LeftMemberCode reads the first member's error code of a LeaveGroup v3
+// answer (after the top-level error: members, each a member id, a
+// nullable instance id and an error code): a static member named with an
+// instance id the group does not hold, or with another member id, is
+// refused there (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID).
+func LeftMemberCode(body []byte) int16 {
+	r := reader{buf: body}
+	r.take(6) // throttle time, error code
+	if n := r.count(6); n < 1 {
+		if r.err != nil {
+			return -1
+		}
+		return 0 // none named: nothing refused
+	}
+	r.string()
+	if n := r.int16(); n > 0 {
+		r.take(int(n))
+	}
+	code := r.int16()
+	if r.err != nil {
+		return -1
+	}
+	return code
 }

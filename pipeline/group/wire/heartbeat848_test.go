@@ -1,4 +1,4 @@
-package group
+package wire
 
 import (
 	"errors"
@@ -19,19 +19,19 @@ var (
 func TestConsumerHeartbeatEncodesWhatKafkaReads(t *testing.T) {
 	tests := []struct {
 		name string
-		h    consumerHeartbeat
+		h    ConsumerHeartbeat
 	}{
-		{"join", consumerHeartbeat{Group: "g", MemberID: "m-1", Epoch: epochJoin, InstanceID: "pod-0", Rack: "az-a",
-			RebalanceTimeoutMS: 30000, Topics: []string{"logs", "more"}, Assignor: "uniform", Owned: topicPartitions{}}},
-		{"ack", consumerHeartbeat{Group: "g", MemberID: "m-1", Epoch: 7, Rack: "az-b", RebalanceTimeoutMS: 30000,
-			Topics: []string{"logs"}, Owned: topicPartitions{idB: {5, 1}, idA: {0, 3, 2}}}},
-		{"leave", consumerHeartbeat{Group: "g", MemberID: "m-1", Epoch: epochLeaveStatic, InstanceID: "pod-0", RebalanceTimeoutMS: -1}},
+		{"join", ConsumerHeartbeat{Group: "g", MemberID: "m-1", Epoch: EpochJoin, InstanceID: "pod-0", Rack: "az-a",
+			RebalanceTimeoutMS: 30000, Topics: []string{"logs", "more"}, Assignor: "uniform", Owned: TopicPartitions{}}},
+		{"ack", ConsumerHeartbeat{Group: "g", MemberID: "m-1", Epoch: 7, Rack: "az-b", RebalanceTimeoutMS: 30000,
+			Topics: []string{"logs"}, Owned: TopicPartitions{idB: {5, 1}, idA: {0, 3, 2}}}},
+		{"leave", ConsumerHeartbeat{Group: "g", MemberID: "m-1", Epoch: EpochLeaveStatic, InstanceID: "pod-0", RebalanceTimeoutMS: -1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := kmsg.NewConsumerGroupHeartbeatRequest()
-			got.Version = consumerHeartbeatVersion
-			if err := got.ReadFrom(tt.h.encode()); err != nil {
+			got.Version = ConsumerHeartbeatVersion
+			if err := got.ReadFrom(tt.h.Encode()); err != nil {
 				t.Fatalf("kmsg cannot read the request: %v", err)
 			}
 			h := tt.h
@@ -47,7 +47,7 @@ func TestConsumerHeartbeatEncodesWhatKafkaReads(t *testing.T) {
 			if (got.Topics == nil) != (h.Owned == nil) {
 				t.Fatalf("owned null %v, want null %v", got.Topics == nil, h.Owned == nil)
 			}
-			owned := topicPartitions{}
+			owned := TopicPartitions{}
 			for i, tp := range got.Topics {
 				if i > 0 && string(got.Topics[i-1].TopicID[:]) > string(tp.TopicID[:]) {
 					t.Errorf("topics not in id order")
@@ -66,7 +66,7 @@ func TestConsumerHeartbeatEncodesWhatKafkaReads(t *testing.T) {
 
 func TestConsumerHeartbeatAnswerReadsWhatKafkaWrites(t *testing.T) {
 	res := kmsg.NewConsumerGroupHeartbeatResponse()
-	res.Version = consumerHeartbeatVersion
+	res.Version = ConsumerHeartbeatVersion
 	res.ErrorCode = 0
 	res.MemberID = kmsg.StringPtr("m-1")
 	res.MemberEpoch = 12
@@ -82,12 +82,12 @@ func TestConsumerHeartbeatAnswerReadsWhatKafkaWrites(t *testing.T) {
 	}
 	res.Assignment = &a
 
-	got, err := decodeConsumerHeartbeatAnswer(res.AppendTo(nil))
+	got, err := DecodeConsumerHeartbeatAnswer(res.AppendTo(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := consumerHeartbeatAnswer{MemberID: "m-1", Epoch: 12, HeartbeatIntervalMS: 5000,
-		Assignment: topicPartitions{idA: {0, 2, 4}, idB: nil}}
+	want := ConsumerHeartbeatAnswer{MemberID: "m-1", Epoch: 12, HeartbeatIntervalMS: 5000,
+		Assignment: TopicPartitions{idA: {0, 2, 4}, idB: nil}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
@@ -96,7 +96,7 @@ func TestConsumerHeartbeatAnswerReadsWhatKafkaWrites(t *testing.T) {
 	res.Assignment = nil
 	res.ErrorCode = 110
 	res.ErrorMessage = kmsg.StringPtr("fenced")
-	got, err = decodeConsumerHeartbeatAnswer(res.AppendTo(nil))
+	got, err = DecodeConsumerHeartbeatAnswer(res.AppendTo(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestConsumerHeartbeatAnswerReadsWhatKafkaWrites(t *testing.T) {
 
 func TestConsumerHeartbeatAnswerTruncatedIsAnError(t *testing.T) {
 	res := kmsg.NewConsumerGroupHeartbeatResponse()
-	res.Version = consumerHeartbeatVersion
+	res.Version = ConsumerHeartbeatVersion
 	a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
 	tp := kmsg.NewConsumerGroupHeartbeatResponseAssignmentTopic()
 	tp.TopicID, tp.Partitions = idA, []int32{1, 2, 3}
@@ -115,17 +115,17 @@ func TestConsumerHeartbeatAnswerTruncatedIsAnError(t *testing.T) {
 	res.Assignment = &a
 	body := res.AppendTo(nil)
 	for n := range len(body) - 1 {
-		if _, err := decodeConsumerHeartbeatAnswer(body[:n]); !errors.Is(err, errMetadata) {
-			t.Fatalf("%d of %d bytes: err %v, want errMetadata", n, len(body), err)
+		if _, err := DecodeConsumerHeartbeatAnswer(body[:n]); !errors.Is(err, ErrMalformed) {
+			t.Fatalf("%d of %d bytes: err %v, want ErrMalformed", n, len(body), err)
 		}
 	}
 }
 
 func TestOffsetCommitV9EncodesWhatKafkaReads(t *testing.T) {
-	c := offsetCommit{Group: "g", MemberID: "m-1", InstanceID: "pod-1", Epoch: 9, Topic: "logs", Partition: 3, Offset: 981, Metadata: "cut:990"}
+	c := OffsetCommit{Group: "g", MemberID: "m-1", InstanceID: "pod-1", Epoch: 9, Topic: "logs", Partition: 3, Offset: 981, Metadata: "cut:990"}
 	got := kmsg.NewOffsetCommitRequest()
-	got.Version = offsetCommitMemberVersion
-	if err := got.ReadFrom(c.encode()); err != nil {
+	got.Version = OffsetCommitMemberVersion
+	if err := got.ReadFrom(c.Encode()); err != nil {
 		t.Fatal(err)
 	}
 	if got.Group != "g" || got.Generation != 9 || got.MemberID != "m-1" || str(got.InstanceID) != "pod-1" || len(got.Topics) != 1 {
@@ -143,7 +143,7 @@ func TestOffsetCommitV9EncodesWhatKafkaReads(t *testing.T) {
 
 func TestOffsetCommitAnswerFindsThePartition(t *testing.T) {
 	res := kmsg.NewOffsetCommitResponse()
-	res.Version = offsetCommitMemberVersion
+	res.Version = OffsetCommitMemberVersion
 	for _, name := range []string{"other", "logs"} {
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic = name
@@ -160,7 +160,7 @@ func TestOffsetCommitAnswerFindsThePartition(t *testing.T) {
 		partition int32
 		want      int16
 	}{{"logs", 3, 113}, {"logs", 1, 0}, {"logs", 9, -1}, {"none", 0, -1}} {
-		got, err := decodeOffsetCommitAnswer(body, tt.topic, tt.partition)
+		got, err := DecodeOffsetCommitAnswer(body, tt.topic, tt.partition)
 		if err != nil || got != tt.want {
 			t.Errorf("%s/%d: %d, %v; want %d", tt.topic, tt.partition, got, err, tt.want)
 		}
