@@ -7,9 +7,11 @@ in hex).
 
     read_iceberg.py (--catalog FILE | --rest URI) --name logstore --table logs.raw \
         [--s3-endpoint http://127.0.0.1:7070 --s3-key K --s3-secret S] [--where FILTER] \
-        [--count | --count-only]
+        [--count | --count-only | --plan-only]
 
---count prints the row count alone; --count-only the JSON without the rows.
+--count prints the row count alone; --count-only the JSON without the rows;
+--plan-only the data files the filter plans (by partition and column
+metrics), reading no rows.
 """
 import argparse
 import base64
@@ -43,6 +45,7 @@ def main():
     ap.add_argument("--s3-secret")
     ap.add_argument("--count-only", action="store_true", help="the JSON without its rows")
     ap.add_argument("--count", action="store_true", help="print the row count alone")
+    ap.add_argument("--plan-only", action="store_true", help="list the data files the filter plans, read no rows")
     ap.add_argument("--where", default="True", help="a row filter, e.g. \"level = ''\"; files whose partition cannot match are skipped")
     a = ap.parse_args()
     props = {"uri": a.rest or "sqlite:///" + a.catalog}
@@ -54,6 +57,11 @@ def main():
     tbl = catalog(a.name, **props).load_table(a.table)
     if a.count:
         print(tbl.scan(row_filter=a.where).to_arrow().num_rows)
+        return
+    if a.plan_only:
+        json.dump({"snapshots": len(tbl.metadata.snapshots),
+                   "files": sorted(t.file.file_path for t in tbl.scan(row_filter=a.where).plan_files()),
+                   "all_files": len(list(tbl.scan().plan_files()))}, sys.stdout)
         return
     arrow = tbl.scan(row_filter=a.where).to_arrow()
     out = {

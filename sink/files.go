@@ -8,6 +8,8 @@ import (
 	"maps"
 	"slices"
 	"sync"
+
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // Store keeps whole files under keys; the Files sink writes through one.
@@ -81,6 +83,7 @@ func (f oneFolder) SameFolder(_, _ Row) bool              { return true }
 type stagedFolder struct {
 	parts    []*SpoolFile
 	partRows []int64 // rows of each of parts
+	footers  []*format.FileMetaData
 	open     *SpoolFile
 	pw       *ParquetWriter
 	rows     int // rows in the open file
@@ -334,7 +337,7 @@ func (f *Files) upload(ctx context.Context, st *stagedBatch, b *Batch) ([]Writte
 				return nil, err
 			}
 			Failpoint(FailFileSaved)
-			stored = append(stored, WrittenFile{Key: key, Folder: name, Rows: fo.partRows[part], Bytes: sf.Size()})
+			stored = append(stored, WrittenFile{Key: key, Folder: name, Rows: fo.partRows[part], Bytes: sf.Size(), Footer: fo.footers[part]})
 		}
 	}
 	return stored, nil
@@ -362,6 +365,7 @@ func (fo *stagedFolder) close() error {
 	}
 	fo.parts = append(fo.parts, sf)
 	fo.partRows = append(fo.partRows, int64(fo.rows))
+	fo.footers = append(fo.footers, pw.Footer())
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/compress/gzip"
 	"github.com/parquet-go/parquet-go/encoding"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // The Parquet types each column type becomes:
@@ -394,6 +395,16 @@ func (pw *ParquetWriter) Close() error {
 	}
 	if err := pw.w.Close(); err != nil {
 		return fmt.Errorf("parquet: %w", err)
+	}
+	return nil
+}
+
+// Footer is the file's metadata, column chunk statistics included, once
+// Close returned: what a table registers the file with, without reading
+// it back.
+func (pw *ParquetWriter) Footer() *format.FileMetaData {
+	if f := pw.w.File(); f != nil {
+		return f.Metadata()
 	}
 	return nil
 }

@@ -25,7 +25,11 @@ type IcebergConfig struct {
 	// CommitInterval is how long a member's commit waits for more of its
 	// partitions' batches to commit with, in one snapshot; 0 commits at
 	// once what is waiting.
-	CommitInterval  time.Duration  `yaml:"commit_interval"`
+	CommitInterval time.Duration `yaml:"commit_interval"`
+	// Upkeep is the table's snapshot expiry and orphan-file removal, done
+	// by the job itself (one member at a time) or by `logstore table
+	// upkeep` from a CronJob.
+	Upkeep          TableUpkeep    `yaml:"upkeep"`
 	TargetFileBytes int64          `yaml:"target_file_bytes"`
 	MaxFileBytes    int64          `yaml:"max_file_bytes"`
 	SpoolDir        string         `yaml:"spool_dir"`
@@ -34,6 +38,23 @@ type IcebergConfig struct {
 	// credentials, for the table's metadata files.
 	S3   *S3Config   `yaml:"s3"`
 	File *FileConfig `yaml:"file"`
+}
+
+// TableUpkeep is `sinks.iceberg.upkeep`.
+type TableUpkeep struct {
+	// Interval is how often the job does it; 0 never (a CronJob runs
+	// `logstore table upkeep` instead). Unset: 1h.
+	Interval *time.Duration `yaml:"interval"`
+	// SnapshotMaxAge: snapshots older are expired, and the files only
+	// they reference deleted; RetainLast newest are kept whatever their
+	// age.
+	SnapshotMaxAge time.Duration `yaml:"snapshot_max_age"`
+	RetainLast     int           `yaml:"retain_last"`
+	// OrphanMinAge: files below the table's location that no snapshot
+	// references and older than this are deleted (a killed write's data
+	// files); 0 keeps them. Younger files may belong to a commit under way.
+	// Unset: 24h.
+	OrphanMinAge *time.Duration `yaml:"orphan_min_age"`
 }
 
 // IcebergCatalog is `sinks.iceberg.catalog`.
@@ -79,6 +100,14 @@ var TableFolderFormats = map[string]string{"year": "2006", "month": "2006-01", "
 func (c *IcebergConfig) setDefaults() {
 	confkey.Default(&c.Catalog.Type, "sql")
 	confkey.Default(&c.Catalog.Name, "logstore")
+	if c.Upkeep.Interval == nil {
+		c.Upkeep.Interval = new(time.Hour)
+	}
+	confkey.Default(&c.Upkeep.SnapshotMaxAge, 6*time.Hour)
+	confkey.Default(&c.Upkeep.RetainLast, 10)
+	if c.Upkeep.OrphanMinAge == nil {
+		c.Upkeep.OrphanMinAge = new(24 * time.Hour)
+	}
 	dataFileDefaults(&c.MaxFileBytes, &c.TargetFileBytes, &c.SpoolDir, &c.Parquet, &c.S3, &c.File)
 	for i := range c.PartitionBy {
 		confkey.Default(&c.PartitionBy[i].Transform, "identity")
@@ -115,6 +144,19 @@ func (c *IcebergConfig) validate() error {
 	}
 	if c.CommitInterval < 0 || c.CommitInterval > time.Minute {
 		return confkey.Errorf("iceberg.commit_interval", "%s is outside 0s..1m", c.CommitInterval)
+	}
+	u := c.Upkeep
+	switch every := *u.Interval; {
+	case every < 0:
+		return confkey.Errorf("iceberg.upkeep.interval", "%s is negative; 0s turns the job's upkeep off", every)
+	case every > 0 && every < time.Minute:
+		return confkey.Errorf("iceberg.upkeep.interval", "%s is under 1m: each upkeep reads every manifest and lists the table's files; use 1m or more, or 0s for none", every)
+	case u.SnapshotMaxAge < 0:
+		return confkey.Errorf("iceberg.upkeep.snapshot_max_age", "%s is negative", u.SnapshotMaxAge)
+	case u.RetainLast < 1:
+		return confkey.Errorf("iceberg.upkeep.retain_last", "%d: at least 1 (the current snapshot)", u.RetainLast)
+	case *u.OrphanMinAge < 0 || (*u.OrphanMinAge > 0 && *u.OrphanMinAge < time.Hour):
+		return confkey.Errorf("iceberg.upkeep.orphan_min_age", "%s: 0s (keep orphans) or 1h or more, so that a commit under way never loses its files", *u.OrphanMinAge)
 	}
 	seen := map[string]bool{}
 	for i, p := range c.PartitionBy {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
+
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // WrittenFile is one Parquet file a batch stored: what a table needs to
@@ -13,6 +15,10 @@ type WrittenFile struct {
 	Folder string // the partition folders, e.g. "event_time_day=2026-11-29"; "" without
 	Rows   int64
 	Bytes  int64
+	// Footer is the file's Parquet metadata as the writer made it: each
+	// column chunk's value and null counts and min/max, which a table
+	// turns into its column metrics.
+	Footer *format.FileMetaData
 }
 
 // URL is where the file is, in the scheme of the files sink's URL:

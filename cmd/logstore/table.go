@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"text/tabwriter"
 	"time"
 
@@ -12,20 +13,23 @@ import (
 	"github.com/apache/iceberg-go/table/compaction"
 
 	"github.com/logstore/logstore/pipeline"
+	"github.com/logstore/logstore/sink"
 	"github.com/logstore/logstore/sink/iceberg"
 )
 
 func init() {
-	register("table", "the Iceberg table of sinks.iceberg: per-partition positions, snapshot expiry, compaction", runTable)
+	register("table", "the Iceberg table of sinks.iceberg: per-partition positions, upkeep (snapshot expiry, orphan files), compaction", runTable)
 }
 
 // tableUsage names each subcommand with what it does; each one's own
 // --help lists its flags.
-const tableUsage = `positions|expire|compact -c FILE [flags]
+const tableUsage = `positions|upkeep|expire|compact -c FILE [flags]
 
 subcommands:
   positions  per source partition, the last offset the table holds and the
              snapshot that wrote it (where a restarted job resumes)
+  upkeep     the job's upkeep once (sinks.iceberg.upkeep): expire old
+             snapshots and delete orphan files, for a CronJob
   expire     expire old snapshots (--older-than, --retain-last) and delete
              the files no snapshot references any more
   compact    rewrite small data files into larger ones in one snapshot
@@ -39,21 +43,23 @@ func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err := parseFlags(fs, args); err != nil {
 			return err
 		}
-		return usageError{"table needs a subcommand: positions, expire or compact"}
+		return usageError{"table needs a subcommand: positions, upkeep, expire or compact"}
 	}
 	switch args[0] {
 	case "positions":
 		return runTablePositions(ctx, args[1:], stdout, stderr)
+	case "upkeep":
+		return runTableUpkeep(ctx, args[1:], stdout, stderr)
 	case "expire":
 		return runTableExpire(ctx, args[1:], stdout, stderr)
 	case "compact":
 		return runTableCompact(ctx, args[1:], stdout, stderr)
 	}
-	return usageError{fmt.Sprintf("table: unknown subcommand %q; use positions, expire or compact", args[0])}
+	return usageError{fmt.Sprintf("table: unknown subcommand %q; use positions, upkeep, expire or compact", args[0])}
 }
 
-// loadTable opens the table the config's sinks.iceberg names.
-func loadTable(ctx context.Context, path string) (*table.Table, error) {
+// tableConfig is the sinks.iceberg of the job's config at path.
+func tableConfig(path string) (*sink.IcebergConfig, error) {
 	if path == "" {
 		return nil, usageError{"table needs -c FILE, the job's config"}
 	}
@@ -61,9 +67,17 @@ func loadTable(ctx context.Context, path string) (*table.Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	tc := cfg.Sinks.Iceberg
-	if tc == nil {
+	if cfg.Sinks.Iceberg == nil {
 		return nil, usageError{path + " has no sinks.iceberg"}
+	}
+	return cfg.Sinks.Iceberg, nil
+}
+
+// loadTable opens the table the config's sinks.iceberg names.
+func loadTable(ctx context.Context, path string) (*table.Table, error) {
+	tc, err := tableConfig(path)
+	if err != nil {
+		return nil, err
 	}
 	cat, err := iceberg.OpenCatalog(ctx, tc)
 	if err != nil {
@@ -74,6 +88,50 @@ func loadTable(ctx context.Context, path string) (*table.Table, error) {
 		return nil, fmt.Errorf("loading table %s: %w", tc.Table, err)
 	}
 	return tbl, nil
+}
+
+// runTableUpkeep is the job's upkeep (sinks.iceberg.upkeep) run once, for
+// a CronJob beside a job whose upkeep.interval is 0s.
+func runTableUpkeep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("table upkeep", "-c FILE [--snapshot-max-age D] [--retain-last N] [--orphan-min-age D]", stdout, stderr)
+	path := fs.String("c", "", "the job's config (YAML) with sinks.iceberg")
+	maxAge := fs.Duration("snapshot-max-age", -1, "expire snapshots older than this (default: sinks.iceberg.upkeep.snapshot_max_age)")
+	retain := fs.Int("retain-last", 0, "keep at least this many of the newest snapshots (default: sinks.iceberg.upkeep.retain_last)")
+	orphanAge := fs.Duration("orphan-min-age", -1, "delete unreferenced files older than this; 0s keeps them (default: sinks.iceberg.upkeep.orphan_min_age)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	tc, err := tableConfig(*path)
+	if err != nil {
+		return err
+	}
+	u := tc.Upkeep
+	if *maxAge >= 0 {
+		u.SnapshotMaxAge = *maxAge
+	}
+	if *retain != 0 {
+		if *retain < 1 {
+			return usageError{"--retain-last must be at least 1"}
+		}
+		u.RetainLast = *retain
+	}
+	if *orphanAge >= 0 {
+		if *orphanAge > 0 && *orphanAge < time.Hour {
+			return usageError{"--orphan-min-age must be 0s (keep orphans) or 1h or more: a younger file may belong to a commit under way"}
+		}
+		u.OrphanMinAge = orphanAge
+	}
+	cat, err := iceberg.OpenCatalog(ctx, tc)
+	if err != nil {
+		return err
+	}
+	res, err := iceberg.Upkeep(ctx, cat, tc.Table, u, slog.Default())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "expired %d of %d snapshots (older than %s, the newest %d kept); deleted %d orphan files (%d bytes, older than %s)\n",
+		res.SnapshotsBefore-res.SnapshotsAfter, res.SnapshotsBefore, u.SnapshotMaxAge, u.RetainLast, res.Orphans, res.OrphanBytes, *u.OrphanMinAge)
+	return nil
 }
 
 func runTablePositions(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -140,5 +141,50 @@ func TestTableCompactRewritesSmallFiles(t *testing.T) {
 	}
 	if _, out, _ = runCLI(t, "table", "positions", "-c", path); !strings.Contains(strings.Join(strings.Fields(out), " "), "logs 0 5 6") {
 		t.Errorf("positions after compaction:\n%s", out)
+	}
+	// The rewritten file keeps the column metrics readers prune by.
+	tbl, err := loadTable(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := tbl.Scan().PlanFiles(context.Background())
+	if err != nil || len(tasks) != 1 {
+		t.Fatalf("planning the compacted table: %d files, %v", len(tasks), err)
+	}
+	df := tasks[0].File
+	ts := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
+	lo, hi := df.LowerBoundValues()[2], df.UpperBoundValues()[2] // ts
+	if len(lo) != 8 || len(hi) != 8 || int64(binary.LittleEndian.Uint64(lo)) != ts.UnixMicro() || int64(binary.LittleEndian.Uint64(hi)) != ts.Add(5*time.Millisecond).UnixMicro() {
+		t.Errorf("compacted file's ts bounds %x..%x, want 07:00:00.000..07:00:00.005", lo, hi)
+	}
+	if string(df.LowerBoundValues()[1]) != "row 0" || string(df.UpperBoundValues()[1]) != "row 5" || df.NullValueCounts()[1] != 0 || df.ValueCounts()[1] != 6 {
+		t.Errorf("compacted file's msg metrics: %q..%q, %d values, %d nulls", df.LowerBoundValues()[1], df.UpperBoundValues()[1], df.ValueCounts()[1], df.NullValueCounts()[1])
+	}
+}
+
+// TestTableUpkeepCommand: `logstore table upkeep`, for a CronJob, does the
+// job's upkeep once: snapshots expired to the newest kept, positions kept.
+func TestTableUpkeepCommand(t *testing.T) {
+	path, cfg := tableJob(t)
+	tb, err := iceberg.New(context.Background(), cfg, jobSchema, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	for i := range int64(4) {
+		b := &sink.Batch{Topic: "logs", Partition: 0, First: i, Last: i, Schema: jobSchema, Rows: []sink.Row{jobRow(i)}}
+		if err := tb.Write(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := runCLI(t, "table", "upkeep", "-c", path, "--snapshot-max-age", "0s", "--retain-last", "2")
+	if code != exitOK || !strings.Contains(out, "expired 2 of 4 snapshots") || !strings.Contains(out, "deleted 0 orphan files") {
+		t.Fatalf("table upkeep: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, out, _ = runCLI(t, "table", "positions", "-c", path); !strings.Contains(strings.Join(strings.Fields(out), " "), "logs 0 3 4") {
+		t.Errorf("positions after upkeep:\n%s", out)
+	}
+	if code, _, errOut = runCLI(t, "table", "upkeep", "-c", path, "--orphan-min-age", "5m"); code != exitUsage || !strings.Contains(errOut, "--orphan-min-age") {
+		t.Errorf("--orphan-min-age 5m: exit %d, %s", code, errOut)
 	}
 }

@@ -3,7 +3,6 @@ package iceberg
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -86,6 +85,7 @@ func (t *Table) commitGroup(ctx context.Context, group []*pendingCommit) {
 	var err error
 	for attempt := 1; attempt <= commitAttempts && len(group) > 0; attempt++ {
 		if attempt > 1 {
+			t.retries.Add(1)
 			t.log.Debug("iceberg: commit did not go through; reading the table again", "batches", len(group), "attempt", attempt, "err", err)
 			if err = sleep(ctx, min(50*time.Millisecond<<(attempt-2), 2*time.Second)); err != nil {
 				break
@@ -101,6 +101,7 @@ func (t *Table) commitGroup(ctx context.Context, group []*pendingCommit) {
 			return
 		}
 		if err = t.tryCommit(ctx, tbl, group); err == nil {
+			t.maybeUpkeep(tbl, group)
 			for _, p := range group {
 				finish(p, nil)
 			}
@@ -140,11 +141,11 @@ func (t *Table) dropHeld(tbl *table.Table, group []*pendingCommit) []*pendingCom
 // tryCommit is one try: the group's files and positions against the head
 // tbl shows.
 func (t *Table) tryCommit(ctx context.Context, tbl *table.Table, group []*pendingCommit) error {
-	positions := iceberg.Properties{}
+	summary := iceberg.Properties{}
 	var files []iceberg.DataFile
 	for _, p := range group {
 		b := p.batch
-		positions[lastKey(b.Topic, b.Partition)] = lastValue{Last: b.Last, First: b.First, TopicID: b.TopicID}.String()
+		summary[lastKey(b.Topic, b.Partition)] = lastValue{Last: b.Last, First: b.First, TopicID: b.TopicID}.String()
 		files = append(files, p.files...)
 	}
 	txn := tbl.NewTransaction()
@@ -153,17 +154,36 @@ func (t *Table) tryCommit(ctx context.Context, tbl *table.Table, group []*pendin
 	if err := txn.AssertRefSnapshotID(table.MainBranch); err != nil {
 		return err
 	}
-	if err := txn.SetProperties(positions); err != nil {
-		return err
+	props := iceberg.Properties{}
+	if _, fast := headOf(tbl); !fast && tbl.CurrentSnapshot() != nil {
+		// The properties may be ahead of the current snapshot (a rollback)
+		// or the table older than the head: they are set afresh, every
+		// partition, from the chain, so that from this commit on they are
+		// the positions as of the head.
+		for _, p := range Positions(tbl) {
+			props[lastKey(p.Topic, p.Partition)] = lastValue{Last: p.Last, First: p.First, TopicID: p.TopicID, SnapshotID: p.SnapshotID, CommittedMs: p.Committed.UnixMilli()}.String()
+		}
 	}
-	summary := maps.Clone(positions)
 	summary["logstore.batches"] = strconv.Itoa(len(group))
 	// Whether the table holds a batch is dropHeld's check, by offsets;
 	// iceberg-go's own would read every manifest of the table.
 	if err := txn.AddDataFiles(ctx, files, summary, table.WithoutDuplicateCheck()); err != nil {
 		return err
 	}
-	_, err := txn.Commit(ctx)
+	staged, err := txn.StagedTable()
+	if err != nil {
+		return err
+	}
+	snap := staged.CurrentSnapshot()
+	for _, p := range group {
+		b := p.batch
+		props[lastKey(b.Topic, b.Partition)] = lastValue{Last: b.Last, First: b.First, TopicID: b.TopicID, SnapshotID: snap.SnapshotID, CommittedMs: snap.TimestampMs}.String()
+	}
+	props[headKey] = strconv.FormatInt(snap.SnapshotID, 10)
+	if err := txn.SetProperties(props); err != nil {
+		return err
+	}
+	_, err = txn.Commit(ctx)
 	return err
 }
 

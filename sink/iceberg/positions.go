@@ -23,7 +23,19 @@ type lastValue struct {
 	Last    int64  `json:"last"`
 	First   int64  `json:"first"`
 	TopicID string `json:"topic_id,omitempty"`
+	// The snapshot that committed it and when (ms), in the table
+	// property only: a position is then found without the snapshot.
+	SnapshotID  int64 `json:"snapshot_id,omitempty"`
+	CommittedMs int64 `json:"committed_ms,omitempty"`
 }
+
+// headKey is the table property naming the snapshot of the job's last
+// commit, set in that commit with the positions' properties. While that
+// snapshot is in the current snapshot's ancestry (no rollback past it),
+// the properties are the positions as of it, and only the snapshots after
+// it (compactions, other writers) need reading: a start and a commit cost
+// the same whatever the length of the chain.
+const headKey = "logstore.head"
 
 func (v lastValue) String() string {
 	b, _ := json.Marshal(v) // plain fields: cannot fail
@@ -66,13 +78,22 @@ type Position struct {
 }
 
 // PositionOf is how far tbl holds topic/partition; false when it holds
-// none of it. The snapshots are read newest first from the current one
-// back, so a table rolled back to an older snapshot holds what that
-// snapshot holds; the property answers for partitions whose snapshots
-// expired.
+// none of it. A table rolled back to an older snapshot holds what that
+// snapshot holds.
 func PositionOf(tbl *table.Table, topic string, partition int) (Position, bool) {
-	key := lastKey(topic, partition)
-	for s := tbl.CurrentSnapshot(); s != nil; s = parent(tbl, s) {
+	return positionIn(tbl, lastKey(topic, partition), topic, partition)
+}
+
+func positionIn(tbl *table.Table, key, topic string, partition int) (Position, bool) {
+	cur := tbl.CurrentSnapshot()
+	if cur == nil {
+		return Position{}, false
+	}
+	props := tbl.Properties()
+	head, fast := headOf(tbl)
+	// The snapshots newer than the head (or, without one in the chain,
+	// every snapshot) are read newest first.
+	for s := cur; s != nil && !(fast && s.SnapshotID == head); s = parent(tbl, s) {
 		if s.Summary == nil {
 			continue
 		}
@@ -83,12 +104,64 @@ func PositionOf(tbl *table.Table, topic string, partition int) (Position, bool) 
 			}
 		}
 	}
-	if raw, found := tbl.Properties()[key]; found && tbl.CurrentSnapshot() != nil {
-		if v, ok := parseLastValue(raw); ok {
-			return Position{Topic: topic, Partition: partition, Last: v.Last, First: v.First, TopicID: v.TopicID}, true
-		}
+	raw, found := props[key]
+	if !found {
+		return Position{}, false
 	}
-	return Position{}, false
+	v, ok := parseLastValue(raw)
+	if !ok {
+		return Position{}, false
+	}
+	p := Position{Topic: topic, Partition: partition, Last: v.Last, First: v.First, TopicID: v.TopicID}
+	if v.SnapshotID != 0 && tbl.SnapshotByID(v.SnapshotID) != nil {
+		p.SnapshotID, p.Committed = v.SnapshotID, time.UnixMilli(v.CommittedMs).UTC()
+	}
+	return p, true
+}
+
+// headOf is the snapshot of the job's last commit, when the current
+// snapshot descends from it: then the table properties hold the positions
+// as of it. It is looked for among the snapshots since (headWalk at
+// most); false (read the whole chain) when it is not there: a rollback
+// past it, or a table written before the head was kept.
+func headOf(tbl *table.Table) (int64, bool) {
+	head, err := strconv.ParseInt(tbl.Properties()[headKey], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	n := 0
+	for s := tbl.CurrentSnapshot(); s != nil && n < headWalk; s = parent(tbl, s) {
+		if s.SnapshotID == head {
+			return head, true
+		}
+		n++
+	}
+	if tbl.SnapshotByID(head) == nil && chainExpired(tbl) {
+		return head, true // expired with its ancestors: the properties are all there is
+	}
+	return 0, false
+}
+
+// headWalk bounds the search for the head: past it (that many commits of
+// other writers since the job's last) the whole chain is read, as before.
+const headWalk = 1000
+
+// chainExpired says the current snapshot's ancestry ends at an expired
+// snapshot (a parent id with no snapshot), rather than at the table's
+// first: what expiry leaves, and no rollback makes.
+func chainExpired(tbl *table.Table) bool {
+	s := tbl.CurrentSnapshot()
+	for n := 0; s != nil && n < headWalk; n++ {
+		if s.ParentSnapshotID == nil {
+			return false
+		}
+		p := tbl.SnapshotByID(*s.ParentSnapshotID)
+		if p == nil {
+			return true
+		}
+		s = p
+	}
+	return false
 }
 
 func parent(tbl *table.Table, s *table.Snapshot) *table.Snapshot {
@@ -102,7 +175,8 @@ func parent(tbl *table.Table, s *table.Snapshot) *table.Snapshot {
 // partition.
 func Positions(tbl *table.Table) []Position {
 	keys := map[string]bool{}
-	for s := tbl.CurrentSnapshot(); s != nil; s = parent(tbl, s) {
+	head, fast := headOf(tbl)
+	for s := tbl.CurrentSnapshot(); s != nil && !(fast && s.SnapshotID == head); s = parent(tbl, s) {
 		if s.Summary != nil {
 			for k := range s.Summary.Properties {
 				keys[k] = true
@@ -115,7 +189,7 @@ func Positions(tbl *table.Table) []Position {
 	var all []Position
 	for k := range keys {
 		if topic, p, ok := parseLastKey(k); ok {
-			if pos, ok := PositionOf(tbl, topic, p); ok {
+			if pos, ok := positionIn(tbl, k, topic, p); ok {
 				all = append(all, pos)
 			}
 		}

@@ -84,30 +84,72 @@ func tableSpec(by []sink.TablePartition, schema *iceberg.Schema) (iceberg.Partit
 	return iceberg.NewPartitionSpec(fields...), nil
 }
 
-// checkTable compares an existing table's schema and partition spec with
-// what the config writes; a difference is an error that names the column,
-// since files written for one shape cannot be registered in another.
-func checkTable(name string, have *iceberg.Schema, spec iceberg.PartitionSpec, want *iceberg.Schema, by []sink.TablePartition) error {
+// evolution is how an existing table's schema must change to take what
+// the config writes: columns to add and columns to widen.
+type evolution struct {
+	adds    []iceberg.NestedField
+	promote []iceberg.NestedField // the column with its new type
+}
+
+func (e evolution) empty() bool { return len(e.adds) == 0 && len(e.promote) == 0 }
+
+// planEvolution compares an existing table's schema with what the config
+// writes. A column the table lacks is added (optional, with a new id, as
+// Iceberg adds columns: the files written before read it as null); a
+// column the output writes wider is promoted where Iceberg allows it (int
+// to long, float to double, a decimal's precision wider); any other
+// difference is an error that names the column and both types, since
+// files written for one shape cannot be registered in another.
+func planEvolution(name string, have, want *iceberg.Schema) (evolution, error) {
+	var e evolution
 	for _, w := range want.Fields() {
 		h, ok := have.FindFieldByName(w.Name)
 		if !ok {
-			return fmt.Errorf("table %s has no column %q (the output has it as %s): add it to the table (ALTER TABLE … ADD COLUMN) or remove it from schema.columns", name, w.Name, w.Type)
+			add := w
+			add.Required = false // the table's earlier files have no value for it
+			e.adds = append(e.adds, add)
+			continue
 		}
 		if h.Type.String() != w.Type.String() { // ids aside: a map's key and value ids are the table's own
-			return fmt.Errorf("table %s: column %q is %s, the output writes %s: change schema.columns or write to another table", name, w.Name, h.Type, w.Type)
-		}
-		if !h.Required && w.Required {
-			continue // required values fit an optional column
+			if !promotable(h.Type, w.Type) {
+				return evolution{}, fmt.Errorf("table %s: column %q is %s, the output writes %s: Iceberg changes a column in place only from int to long, float to double or to a wider decimal; "+
+					"change schema.columns back to %s or write to another table", name, w.Name, h.Type, w.Type, h.Type)
+			}
+			p := h
+			p.Type = w.Type
+			e.promote = append(e.promote, p)
 		}
 		if h.Required && !w.Required {
-			return fmt.Errorf("table %s: column %q is required, the output may write null: mark the column required in schema.columns", name, w.Name)
+			return evolution{}, fmt.Errorf("table %s: column %q is required, the output may write null: mark the column required in schema.columns", name, w.Name)
 		}
 	}
 	for _, h := range have.Fields() {
 		if _, ok := want.FindFieldByName(h.Name); !ok && h.Required {
-			return fmt.Errorf("table %s: required column %q is not in the output: add it to schema.columns", name, h.Name)
+			return evolution{}, fmt.Errorf("table %s: required column %q is not in the output: add it to schema.columns", name, h.Name)
 		}
 	}
+	return e, nil
+}
+
+// promotable says Iceberg's spec lets a column of type from become to
+// with the files written before read as they are.
+func promotable(from, to iceberg.Type) bool {
+	switch f := from.(type) {
+	case iceberg.Int32Type:
+		_, ok := to.(iceberg.Int64Type)
+		return ok
+	case iceberg.Float32Type:
+		_, ok := to.(iceberg.Float64Type)
+		return ok
+	case iceberg.DecimalType:
+		t, ok := to.(iceberg.DecimalType)
+		return ok && t.Scale() == f.Scale() && t.Precision() > f.Precision()
+	}
+	return false
+}
+
+// checkSpec compares an existing table's partition spec with partition_by.
+func checkSpec(name string, have *iceberg.Schema, spec iceberg.PartitionSpec, by []sink.TablePartition) error {
 	if spec.NumFields() != len(by) {
 		return fmt.Errorf("table %s is partitioned by %s, sinks.iceberg.partition_by has %d fields: make them the same", name, spec, len(by))
 	}

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -43,6 +44,16 @@ type Table struct {
 	queueMu  sync.Mutex
 	queue    []*pendingCommit
 	leader   chan struct{}
+	retries  atomic.Int64 // commit tries after the first (another writer's commit came between)
+
+	// The table's upkeep (upkeep.go): at most one of this member's at a
+	// time, stopped by Close.
+	upkeep       sink.TableUpkeep
+	upkeepEvery  time.Duration
+	upkeeping    atomic.Bool
+	upkeepCtx    context.Context
+	upkeepCancel context.CancelFunc
+	upkeepWG     sync.WaitGroup
 
 	mu      sync.Mutex
 	schemas map[*sink.Schema]*sink.Schema // the output's, in microseconds (inMicros)
@@ -81,8 +92,14 @@ func New(ctx context.Context, cfg *sink.IcebergConfig, schema *sink.Schema, log 
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: table %s: its data folder: %w", cfg.Table, err)
 	}
-	return &Table{name: cfg.Table, ident: Ident(cfg.Table), cat: cat, files: files, log: log.With("table", cfg.Table),
-		schemas: map[*sink.Schema]*sink.Schema{}, stored: map[batchKey]*storedBatch{}, interval: cfg.CommitInterval, leader: make(chan struct{}, 1)}, nil
+	t := &Table{name: cfg.Table, ident: Ident(cfg.Table), cat: cat, files: files, log: log.With("table", cfg.Table),
+		schemas: map[*sink.Schema]*sink.Schema{}, stored: map[batchKey]*storedBatch{}, interval: cfg.CommitInterval, leader: make(chan struct{}, 1),
+		upkeep: cfg.Upkeep}
+	if cfg.Upkeep.Interval != nil {
+		t.upkeepEvery = *cfg.Upkeep.Interval
+	}
+	t.upkeepCtx, t.upkeepCancel = context.WithCancel(context.Background())
+	return t, nil
 }
 
 func openTable(ctx context.Context, cat catalog.Catalog, cfg *sink.IcebergConfig, schema *sink.Schema, log *slog.Logger) (*table.Table, error) {
@@ -112,10 +129,64 @@ func openTable(ctx context.Context, cat catalog.Catalog, cfg *sink.IcebergConfig
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: loading table %s: %w", cfg.Table, err)
 	}
-	if err := checkTable(cfg.Table, tbl.Schema(), tbl.Spec(), want, cfg.PartitionBy); err != nil {
+	if err := checkSpec(cfg.Table, tbl.Schema(), tbl.Spec(), cfg.PartitionBy); err != nil {
 		return nil, err
 	}
-	return tbl, nil
+	return evolve(ctx, cat, tbl, cfg.Table, want, log)
+}
+
+// evolveAttempts bounds the tries of a schema change against other
+// members changing it (or committing) at the same start.
+const evolveAttempts = 5
+
+// evolve changes the table's schema to take what the config writes
+// (planEvolution), in one commit that asserts the schema it read: members
+// starting together each try, and one that lost the race finds the
+// change made when it reads the table again.
+func evolve(ctx context.Context, cat catalog.Catalog, tbl *table.Table, name string, want *iceberg.Schema, log *slog.Logger) (*table.Table, error) {
+	for attempt := 1; ; attempt++ {
+		e, err := planEvolution(name, tbl.Schema(), want)
+		if err != nil || e.empty() {
+			return tbl, err
+		}
+		txn := tbl.NewTransaction()
+		// Readers find our files' columns by name (the files carry no
+		// field ids): the mapping must learn the new column too, which
+		// iceberg-go does only when given the mapping.
+		var opts []table.UpdateSchemaOption
+		if nm := tbl.Metadata().NameMapping(); nm != nil {
+			opts = append(opts, table.WithNameMapping(nm))
+		}
+		us := txn.UpdateSchema(true, false, opts...)
+		for _, f := range e.adds {
+			us.AddColumn([]string{f.Name}, f.Type, "", false, nil)
+		}
+		for _, f := range e.promote {
+			us.UpdateColumn([]string{f.Name}, table.ColumnUpdate{FieldType: iceberg.Optional[iceberg.Type]{Val: f.Type, Valid: true}})
+		}
+		if err = us.Commit(); err == nil {
+			var next *table.Table
+			if next, err = txn.Commit(ctx); err == nil {
+				log.Info("iceberg: table schema changed to take schema.columns", "table", name, "added", fieldNames(e.adds), "promoted", fieldNames(e.promote),
+					"schema_id", next.Schema().ID)
+				return next, nil
+			}
+		}
+		if attempt == evolveAttempts || ctx.Err() != nil {
+			return nil, fmt.Errorf("iceberg: table %s: changing its schema (adding %v, promoting %v): %w", name, fieldNames(e.adds), fieldNames(e.promote), err)
+		}
+		if tbl, err = cat.LoadTable(ctx, tbl.Identifier()); err != nil {
+			return nil, fmt.Errorf("iceberg: loading table %s: %w", name, err)
+		}
+	}
+}
+
+func fieldNames(fs []iceberg.NestedField) []string {
+	names := make([]string, len(fs))
+	for i, f := range fs {
+		names[i] = f.Name + " " + f.Type.String()
+	}
+	return names
 }
 
 // Stage encodes the open batch's rows into its spool files (sink.Stager).
@@ -226,8 +297,8 @@ func (t *Table) holds(tbl *table.Table, b batchRef) (bool, error) {
 }
 
 // dataFiles describes the stored files for the table's manifests, from
-// what the writer knows: path, rows, size and the partition its folder
-// names. Nothing is read back.
+// what the writer knows: path, rows, size, the partition its folder names
+// and the column metrics of its footer. Nothing is read back.
 func (t *Table) dataFiles(tbl *table.Table, written []sink.WrittenFile) ([]iceberg.DataFile, error) {
 	spec, schema := tbl.Spec(), tbl.Schema()
 	dfs := make([]iceberg.DataFile, 0, len(written))
@@ -240,6 +311,7 @@ func (t *Table) dataFiles(tbl *table.Table, written []sink.WrittenFile) ([]icebe
 		if err != nil {
 			return nil, fmt.Errorf("iceberg: table %s: describing %s: %w", t.name, w.Key, err)
 		}
+		fileMetrics(w.Footer, schema).apply(bld)
 		dfs = append(dfs, bld.Build())
 	}
 	return dfs, nil
@@ -265,8 +337,11 @@ func refusePrefix(b *sink.Batch) error {
 	return fmt.Errorf("iceberg: the table sink does not take backfills or replays (they write under %q); run them with sinks.files only", b.Prefix)
 }
 
-// Close drops staged batches; committed ones are in the table.
+// Close drops staged batches (committed ones are in the table) and stops
+// an upkeep under way (the next one finishes it).
 func (t *Table) Close() error {
+	t.upkeepCancel()
+	t.upkeepWG.Wait()
 	err := t.files.Close()
 	if c, ok := t.cat.(interface{ Close() error }); ok {
 		err = errors.Join(err, c.Close())

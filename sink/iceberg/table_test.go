@@ -92,6 +92,7 @@ type readOut struct {
 	Spec       []string
 	Snapshots  int
 	Files      []string
+	AllFiles   int `json:"all_files"`
 	Count      int
 	Rows       []map[string]any
 }
@@ -321,10 +322,11 @@ func TestExistingTableMismatchNamesTheColumn(t *testing.T) {
 		change func(s *sink.Schema, c *sink.IcebergConfig)
 		want   string
 	}{
-		{"type", func(s *sink.Schema, _ *sink.IcebergConfig) { s.Fields[s.Index("seq")].Type = sink.String }, `column "seq" is long, the output writes string`},
-		{"new column", func(s *sink.Schema, _ *sink.IcebergConfig) {
-			s.Fields = append(s.Fields, sink.Field{Name: "extra", Type: sink.String})
-		}, `has no column "extra"`},
+		{"type", func(s *sink.Schema, _ *sink.IcebergConfig) { s.Fields[s.Index("seq")].Type = sink.String }, `column "seq" is long, the output writes string: Iceberg changes`},
+		{"narrower", func(s *sink.Schema, _ *sink.IcebergConfig) { s.Fields[s.Index("seq")].Type = sink.Int32 },
+			`column "seq" is long, the output writes int: Iceberg changes a column in place only from int to long, float to double or to a wider decimal; change schema.columns back to long`},
+		{"int to double", func(s *sink.Schema, _ *sink.IcebergConfig) { s.Fields[s.Index("code")].Type = sink.Float64 }, `column "code" is int, the output writes double`},
+		{"map to string", func(s *sink.Schema, _ *sink.IcebergConfig) { s.Fields[s.Index("attrs")].Type = sink.String }, `column "attrs" is map<string, string>, the output writes string`},
 		{"nullable into required", func(s *sink.Schema, _ *sink.IcebergConfig) { s.Fields[0].Required = false }, `column "ts" is required`},
 		{"partition", func(_ *sink.Schema, c *sink.IcebergConfig) { c.PartitionBy[0].Transform = "hour" }, `partition field 0 is day(ts), sinks.iceberg.partition_by[0] says hour(ts)`},
 	} {
