@@ -31,7 +31,7 @@ ARG VERSION=dev
 # Build tags (the Makefile's TAGS): nodemo leaves `logstore demo` and its
 # embedded Kafka out of the image; add notable for a job without
 # sinks.iceberg (--build-arg TAGS=nodemo,notable): no iceberg-go, Arrow or
-# catalog SDKs, a 29 MB binary instead of 97 MB, and a start without
+# catalog SDKs, a 26 MB binary instead of 94 MB, and a start without
 # iceberg-go's package init.
 ARG TAGS=nodemo
 ARG TARGETOS TARGETARCH

@@ -36,8 +36,11 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 build:
 	$(GO) build -trimpath -tags '$(TAGS)' -ldflags '-s -w -X main.version=$(VERSION)' -o bin/logstore ./cmd/logstore
 
+# The demo links the table sink only when asked for it (--table): a first
+# `make demo` on a fresh machine then downloads 109 MiB of modules instead
+# of 374 MiB and compiles 579 packages instead of 903.
 demo:
-	$(GO) run ./cmd/logstore demo $(DEMO_FLAGS)
+	$(GO) run -tags '$(if $(findstring --table,$(DEMO_FLAGS)),,notable)' ./cmd/logstore demo $(DEMO_FLAGS)
 
 test:
 	bash scripts/test.sh
