@@ -19,14 +19,28 @@
 GO ?= go
 # Flags of `logstore demo` (--records N, --table, ...).
 DEMO_FLAGS ?=
+# Build tags of `make build`: notable leaves out the table sink
+# (sinks.iceberg, `logstore table`) and with it iceberg-go, Arrow and the
+# catalogs' SDKs: a 29 MB binary of 579 packages instead of 97 MB of 903,
+# and a start without iceberg-go's package init (~110 ms, 32 MB). nodemo
+# leaves out `logstore demo` and its embedded Kafka (the image does).
+TAGS ?=
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
 .PHONY: build demo test unit bench zones clean
 
+# Stripped (-s -w), as the image builds it: the symbol tables are a third
+# of the binary and nothing at run time reads them (panics still print
+# file:line; profiles resolve against the unstripped build of the same
+# commit).
 build:
-	$(GO) build -o bin/logstore ./cmd/logstore
+	$(GO) build -trimpath -tags '$(TAGS)' -ldflags '-s -w -X main.version=$(VERSION)' -o bin/logstore ./cmd/logstore
 
+# The demo links the table sink only when asked for it (--table): a first
+# `make demo` on a fresh machine then downloads 109 MiB of modules instead
+# of 374 MiB and compiles 579 packages instead of 903.
 demo:
-	$(GO) run ./cmd/logstore demo $(DEMO_FLAGS)
+	$(GO) run -tags '$(if $(findstring --table,$(DEMO_FLAGS)),,notable)' ./cmd/logstore demo $(DEMO_FLAGS)
 
 test:
 	bash scripts/test.sh

@@ -17,7 +17,6 @@ import (
 	"github.com/logstore/logstore/pipeline/fetch"
 	"github.com/logstore/logstore/rack"
 	"github.com/logstore/logstore/sink"
-	"github.com/logstore/logstore/sink/iceberg"
 )
 
 // Metrics exposes the job's counters to Prometheus. Counters are read from
@@ -249,7 +248,7 @@ func sinkKind(s sink.Sink) string {
 		return opFiles
 	case *sink.Kafka:
 		return opKafka
-	case *iceberg.Table:
+	case sink.TableSink:
 		return opIceberg
 	}
 	return "other"

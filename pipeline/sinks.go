@@ -9,7 +9,6 @@ import (
 	"github.com/logstore/logstore/pipeline/decode"
 	"github.com/logstore/logstore/rack"
 	"github.com/logstore/logstore/sink"
-	"github.com/logstore/logstore/sink/iceberg"
 )
 
 // openSinks builds the configured sinks (running their preflight checks)
@@ -37,7 +36,7 @@ func (j *Job) openSinks(ctx context.Context, deps Deps) error {
 		}
 		j.sinks, files = s.All(), s.Files
 		if tc := j.cfg.Sinks.Iceberg; tc != nil {
-			t, err := iceberg.New(ctx, tc, dec.Schema(), j.log)
+			t, err := sink.OpenTable(ctx, tc, dec.Schema(), j.log)
 			if err != nil {
 				s.Close()
 				return prefixed("sinks.", err)
@@ -61,7 +60,7 @@ func (j *Job) openSinks(ctx context.Context, deps Deps) error {
 		}
 	}
 	for _, s := range j.sinks {
-		if t, ok := s.(*iceberg.Table); ok && j.resume == nil {
+		if t, ok := s.(sink.TableSink); ok && j.resume == nil {
 			j.resume = tableResume{t}
 		}
 	}

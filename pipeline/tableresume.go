@@ -3,7 +3,7 @@ package pipeline
 import (
 	"context"
 
-	"github.com/logstore/logstore/sink/iceberg"
+	"github.com/logstore/logstore/sink"
 )
 
 // tableResume is where the output stands for a job whose only durable
@@ -12,12 +12,12 @@ import (
 // rows, so the table keeps no record of its own and saveResume writes
 // nothing. A batch being written needs none either: the table takes a
 // batch once whatever its cut (sink/iceberg).
-type tableResume struct{ table *iceberg.Table }
+type tableResume struct{ table sink.TableSink }
 
 func (tableResume) saveResume(context.Context, resumeRecord) error { return nil }
 
 func (r tableResume) loadResume(ctx context.Context, topic string, partition int) (resumeRecord, bool, error) {
-	p, ok, err := r.table.Position(ctx, topic, partition)
+	p, ok, err := r.table.TablePosition(ctx, topic, partition)
 	if err != nil || !ok {
 		return resumeRecord{}, false, err
 	}

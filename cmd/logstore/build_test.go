@@ -42,3 +42,28 @@ func TestMakeUsesTheGoThatPlainGoUses(t *testing.T) {
 		t.Errorf("plain go uses GOTOOLCHAIN=%s, make's go %s; want both local", plain, viaMake)
 	}
 }
+
+// TestBuildWithoutTheTableLinksNoIceberg: `-tags notable` builds a binary
+// whose jobs pay nothing for the table sink: none of iceberg-go, Arrow,
+// substrait (whose package init parsed its extension YAML at every start:
+// ~110 ms and 32 MB) or the catalogs' SDKs is linked. The default build
+// still links the table sink.
+func TestBuildWithoutTheTableLinksNoIceberg(t *testing.T) {
+	deps := func(tags ...string) string {
+		args := append([]string{"list", "-deps"}, tags...)
+		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	lean := deps("-tags", "notable")
+	for _, p := range []string{"github.com/apache/iceberg-go", "github.com/apache/arrow-go", "github.com/substrait-io/", "gocloud.dev", "github.com/aws/aws-sdk-go-v2/service/glue", "github.com/logstore/logstore/sink/iceberg"} {
+		if strings.Contains(lean, p) {
+			t.Errorf("-tags notable links %s", p)
+		}
+	}
+	if !strings.Contains(deps(), "github.com/logstore/logstore/sink/iceberg\n") {
+		t.Error("the default build does not link the table sink")
+	}
+}

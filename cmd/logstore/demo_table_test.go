@@ -1,3 +1,5 @@
+//go:build !nodemo && !notable
+
 package main
 
 import (

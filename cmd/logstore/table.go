@@ -1,3 +1,5 @@
+//go:build !notable
+
 package main
 
 import (

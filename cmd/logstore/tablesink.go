@@ -1,0 +1,8 @@
+//go:build !notable
+
+package main
+
+// The table sink (sinks.iceberg) and the table command are linked unless
+// the binary is built with -tags notable: that build links none of
+// iceberg-go and starts without its package init (sink.TableSink).
+import _ "github.com/logstore/logstore/sink/iceberg"

@@ -1,0 +1,54 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+)
+
+// TableSink is a sink that commits each batch to a table and records, in
+// the same commit, how far each partition stands, so a job whose only
+// durable output is the table resumes from it (package sink/iceberg).
+//
+// It is a seam, not an abstraction over table formats: the pipeline
+// reaches the table sink only through it, so a binary that does not link
+// sink/iceberg (built with -tags notable) links none of iceberg-go, Arrow,
+// the catalogs' SDKs or their package init (substrait's extension YAML,
+// ~110 ms and 32 MB at every start, used or not).
+type TableSink interface {
+	Sink
+	// TablePosition is the last batch the table holds of topic/partition;
+	// false when it holds none.
+	TablePosition(ctx context.Context, topic string, partition int) (TablePosition, bool, error)
+}
+
+// TablePosition is where a table stands for one partition.
+type TablePosition struct {
+	First, Last int64  // the last batch committed: its first and last offset
+	TopicID     string // of the topic Last is an offset of; "" when unknown
+	Committed   time.Time
+}
+
+// TableOpener opens the table sinks.iceberg names.
+type TableOpener func(ctx context.Context, cfg *IcebergConfig, schema *Schema, log *slog.Logger) (TableSink, error)
+
+var tableOpener TableOpener
+
+// RegisterTable makes OpenTable open tables with open; sink/iceberg calls
+// it from its init, so importing that package is what links the table.
+func RegisterTable(open TableOpener) { tableOpener = open }
+
+// ErrNoTableSink is OpenTable's answer in a binary built without the table
+// sink: a config error to fix, never to retry.
+var ErrNoTableSink = errors.New("iceberg: this logstore was built without the table sink (go build -tags notable); " +
+	"use a binary built without that tag (make build, the container image) or remove sinks.iceberg")
+
+// OpenTable opens the table sinks.iceberg names through the registered
+// table sink.
+func OpenTable(ctx context.Context, cfg *IcebergConfig, schema *Schema, log *slog.Logger) (TableSink, error) {
+	if tableOpener == nil {
+		return nil, ErrNoTableSink
+	}
+	return tableOpener(ctx, cfg, schema, log)
+}
