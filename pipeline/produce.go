@@ -121,10 +121,24 @@ func (w *worker) commitNext(ctx context.Context, last int64) error {
 func (w *worker) transact(ctx context.Context, last int64) error {
 	for {
 		member, changed, owned := w.txnMember()
+		if w.batch.unsure {
+			committed, err := w.txnCommitted(ctx, last, member)
+			if err != nil {
+				return err
+			}
+			w.batch.unsure = false
+			if committed {
+				return nil
+			}
+		}
 		err := w.transactOnce(ctx, last, member)
 		switch {
 		case err == nil:
 			return nil
+		case errors.Is(err, producer.ErrTxnOutcomeUnknown):
+			w.batch.unsure = true
+			w.log.Warn("the outcome of the batch's transaction is unknown (its commit went unanswered); the group's offset will tell before it is written again",
+				"first", w.batch.first, "last", last, "err", err)
 		case errors.Is(err, producer.ErrProducerFenced):
 			return errFatal{fmt.Errorf("%s/%d: %w; another process runs with this member's transactional id (two members with one kafka.group_instance_id?): stopping", w.topic, w.partition, err)}
 		case errors.Is(err, producer.ErrGroupFenced):
@@ -139,6 +153,24 @@ func (w *worker) transact(ctx context.Context, last int64) error {
 			return err
 		}
 	}
+}
+
+// txnCommitted resolves a transaction whose outcome is unknown: it
+// committed next (last+1) for the partition, so the group's offset, read
+// once no transaction holds it (require_stable), is at or past next when
+// and only when it committed. A replay commits no offsets and cannot tell:
+// it takes the batch as not written (at least once, as a replay is).
+func (w *worker) txnCommitted(ctx context.Context, last int64, member *producer.GroupMember) (bool, error) {
+	if member == nil {
+		return false, nil
+	}
+	offsets, err := w.eos.kafka.Producer().StableOffsets(ctx, member.Group, map[string][]int32{w.topic: {int32(w.partition)}})
+	if err != nil {
+		return false, fmt.Errorf("%s/%d: reading the group's offset to learn whether the transaction of %d-%d committed: %w", w.topic, w.partition, w.batch.first, last, err)
+	}
+	at := offsets[w.topic][int32(w.partition)].Offset
+	w.log.Info("the unanswered transaction's outcome, from the group's offset", "first", w.batch.first, "last", last, "group_offset", at, "committed", at > last)
+	return at > last, nil
 }
 
 // txnMember is who commits the offsets: the member's current generation,

@@ -100,8 +100,11 @@ type openBatch struct {
 	deadBy      int   // how many dead-letter writers already wrote its dead letters
 	delivered   bool  // every sink holds the batch cut at last; only the commit of next is left
 	transacted  bool  // exactly_once: its transaction (rows, dead letters, next) committed
-	last        int64 // where it was cut, once delivered
-	full        bool  // a sink said the batch reached its target size
+	// unsure: exactly_once: a transaction of it went unanswered, and may
+	// have committed; the group's offset tells before it is written again.
+	unsure bool
+	last   int64 // where it was cut, once delivered
+	full   bool  // a sink said the batch reached its target size
 }
 
 // errFatal marks an error that must stop the whole job (on_error: fail,

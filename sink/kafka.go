@@ -210,7 +210,11 @@ func (k *Kafka) Producer() *producer.Producer { return k.p }
 // aborted and the error returned: rows the brokers refuse for their size
 // as RowErrors, a member whose generation is over as
 // producer.ErrGroupFenced, a producer whose transactional id another took
-// as producer.ErrProducerFenced. member nil commits no offsets.
+// as producer.ErrProducerFenced. A commit whose answer was lost is
+// resolved by the abort that follows: nil when it had committed, an
+// error wrapping producer.ErrTxnOutcomeUnknown when nothing tells (then
+// only the offsets the transaction committed say whether it did).
+// member nil commits no offsets.
 func (k *Kafka) WriteTransaction(ctx context.Context, b *Batch, also func(context.Context) error, member *producer.GroupMember, offsets []producer.Offset) error {
 	k.txn.Lock()
 	defer k.txn.Unlock()
@@ -229,8 +233,16 @@ func (k *Kafka) WriteTransaction(ctx context.Context, b *Batch, also func(contex
 	// ctx may be what ended: the abort gets its own time.
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.cfg.WriteTimeout)
 	defer cancel()
-	if aerr := k.p.AbortTxn(actx); aerr != nil {
+	switch aerr := k.p.AbortTxn(actx); {
+	case errors.Is(aerr, producer.ErrTxnCommitted):
+		// The commit whose answer was lost went through: the batch is in
+		// the output, and writing it again would write it twice.
+		return nil
+	case aerr != nil:
 		return errors.Join(err, fmt.Errorf("kafka: aborting it: %w", aerr))
+	case errors.Is(err, producer.ErrTxnOutcomeUnknown):
+		// The abort aborted: the commit never reached the coordinator.
+		return fmt.Errorf("kafka: the transaction of %s was aborted (its commit went unanswered: %v)", b.Name(), err)
 	}
 	return err
 }

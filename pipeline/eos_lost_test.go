@@ -1,0 +1,135 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logstore/logstore/internal/testkit"
+)
+
+// eosConfig is a job of group reading logs on the embedded cluster into
+// the topic out with exactly_once, with files in dir when dir is not "".
+func eosConfig(brokers []string, group, dir, out string, maxRows int) string {
+	files := ""
+	if dir != "" {
+		files = fmt.Sprintf("files: {url: %q, file: {fsync: false}}, ", dir)
+	}
+	return fmt.Sprintf(`kafka: {brokers: ["%s"], topics: [logs], group: %s, start_offset: earliest}
+rack: {providers: [static]}
+schema: {columns: [{name: n, type: int64, required: true}]}
+batch: {max_rows: %d}
+sinks: {%skafka: {topic: %s, delivery: exactly_once, transaction_timeout: 5s}}
+dead_letter: {on_error: skip}
+`, strings.Join(brokers, `", "`), group, maxRows, files, out)
+}
+
+// startJob runs a job of raw until ctx ends; the returned function waits
+// for its end.
+func startJob(t *testing.T, ctx context.Context, raw string, mode Mode) func() error {
+	t.Helper()
+	cfg, err := Parse("test.yaml", []byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := NewJob(ctx, cfg, Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer j.Close()
+		done <- j.Run(ctx, mode)
+	}()
+	return func() error { return <-done }
+}
+
+// everyValueOnce reports each of the n values {"n":0}.. that seen does not
+// hold exactly once.
+func everyValueOnce(t *testing.T, seen map[string]int, n int) {
+	t.Helper()
+	bad := 0
+	for i := range n {
+		if c := seen[fmt.Sprintf(`{"n":%d}`, i)]; c != 1 {
+			if bad++; bad <= 10 {
+				t.Errorf("record %d seen %d times by read_committed", i, c)
+			}
+		}
+	}
+	if bad > 10 {
+		t.Errorf("... %d records in all not seen once (%d distinct values seen)", bad, len(seen))
+	}
+}
+
+// TestJobCommitWhoseAnswerIsLostIsNotProducedAgain: the job stops (a
+// revoke, SIGTERM) while a transaction's EndTxn(commit) is out; the
+// coordinator commits it, and the answer is lost with the job's context.
+// The worker's stop must not take the batch for aborted and flush it again
+// in a new transaction: read_committed consumers would see its rows twice.
+// When the abort that follows goes unanswered too, the group's offset
+// (read with require_stable) tells that the transaction committed.
+func TestJobCommitWhoseAnswerIsLostIsNotProducedAgain(t *testing.T) {
+	for _, abortLost := range []bool{false, true} {
+		t.Run(fmt.Sprintf("abort_lost=%v", abortLost), func(t *testing.T) { lostCommitJob(t, abortLost) })
+	}
+}
+
+func lostCommitJob(t *testing.T, abortLost bool) {
+	const n = 100
+	c := fakeCluster(t, kfake.SeedTopics(1, "logs", "out"))
+	produceN(t, c.ListenAddrs(), 0, n)
+	ctx, stop := context.WithTimeout(context.Background(), time.Minute)
+	defer stop()
+
+	// The first commit is held until the job's context ends, then taken:
+	// its answer goes to a client that no longer waits. Whatever else ends
+	// a transaction waits until the coordinator took that commit; with
+	// abortLost the abort then waits past the client's write_timeout.
+	var once sync.Once
+	taken := make(chan struct{})
+	c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Observe: true, Count: -1, Err: kerr.UnknownServerError, When: func(r kmsg.Request) bool {
+		if r.(*kmsg.EndTxnRequest).Commit {
+			once.Do(func() { close(taken) })
+		}
+		return false
+	}})
+	held, aborts := false, 0
+	c.ControlKey(int16(kmsg.EndTxn), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if r.(*kmsg.EndTxnRequest).Commit && !held {
+			held = true
+			stop()
+			c.SleepControl(func() { <-ctx.Done(); time.Sleep(100 * time.Millisecond) })
+			return nil, nil, false
+		}
+		if held {
+			c.SleepControl(func() { <-taken })
+		}
+		if !r.(*kmsg.EndTxnRequest).Commit && abortLost && aborts == 0 {
+			aborts++
+			c.SleepControl(func() { time.Sleep(1500 * time.Millisecond) })
+		}
+		return nil, nil, false
+	})
+
+	cfg := eosConfig(c.ListenAddrs(), "g", t.TempDir(), "out", 50)
+	cfg = strings.Replace(cfg, "transaction_timeout: 5s", "transaction_timeout: 5s, write_timeout: 1s", 1)
+	wait := startJob(t, ctx, cfg, Mode{})
+	if err := wait(); err != nil {
+		t.Logf("the stopped job: %v", err)
+	}
+	if !held {
+		t.Fatal("no commit was held")
+	}
+	runTestJob(t, eosConfig(c.ListenAddrs(), "g", t.TempDir(), "out", 50), Mode{UntilNow: true})
+	everyValueOnce(t, testkit.ReadCommitted(t, c.ListenAddrs(), "out", n), n)
+}
