@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -197,19 +198,28 @@ func (w *worker) transactOnce(ctx context.Context, last int64, member *producer.
 	b := &w.batch
 	offsets := []producer.Offset{{Topic: w.topic, Partition: int32(w.partition), Offset: last + 1}}
 	for {
+		rows, sources, letters := w.notInKafka()
 		batch := &sink.Batch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Schema: w.decoder.Schema(),
-			Rows: b.rows, Sources: b.sources, Prefix: w.prefix, ValidText: true}
-		var letters func(context.Context) error
-		if w.eos.dead != nil && len(b.dead) > 0 {
-			dead := &deadBatch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Prefix: w.prefix, Letters: b.dead}
-			letters = func(ctx context.Context) error { return w.eos.dead.writeDeadLetters(ctx, dead) }
+			Rows: rows, Sources: sources, Prefix: w.prefix, ValidText: true}
+		var also func(context.Context) error
+		if w.eos.dead != nil && len(letters) > 0 {
+			dead := &deadBatch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Prefix: w.prefix, Letters: letters}
+			also = func(ctx context.Context) error { return w.eos.dead.writeDeadLetters(ctx, dead) }
 		}
-		err := w.eos.kafka.WriteTransaction(ctx, batch, letters, member, offsets)
+		err := w.eos.kafka.WriteTransaction(ctx, batch, also, member, offsets)
 		refused := sink.AsRowErrors(err)
 		if refused == nil {
 			return err
 		}
-		if err := w.refuse(batch, refused); err != nil {
+		// The refusals name rows of what went to Kafka; the batch holds
+		// the rows the Kafka output skipped before them.
+		skipped := len(b.rows) - len(rows)
+		for _, e := range refused {
+			e.Index += skipped
+		}
+		whole := *batch
+		whole.Rows, whole.Sources = b.rows, b.sources
+		if err := w.refuse(&whole, refused); err != nil {
 			return err
 		}
 		b.wroteBy, b.deadBy = 0, 0
@@ -217,4 +227,27 @@ func (w *worker) transactOnce(ctx context.Context, last int64, member *producer.
 			return err
 		}
 	}
+}
+
+// notInKafka is the batch's rows, their sources and its dead letters from
+// the Kafka output's own position on (inKafka, the group's offset its
+// transactions committed, read when the partition started): a partition
+// starts at its least advanced output, and the Kafka output skips what
+// it already holds, as the table skips its batches.
+func (w *worker) notInKafka() ([]sink.Row, []sink.Source, []RejectedRecord) {
+	b := &w.batch
+	rows, sources, dead := b.rows, b.sources, b.dead
+	if b.first >= w.inKafka {
+		return rows, sources, dead
+	}
+	i := 0
+	for i < len(sources) && sources[i].Offset < w.inKafka {
+		i++
+	}
+	rows, sources = rows[i:], sources[i:]
+	dead = slices.DeleteFunc(slices.Clone(dead), func(d RejectedRecord) bool { return d.Record.Offset < w.inKafka })
+	if i > 0 || len(dead) < len(b.dead) {
+		w.log.Info("the Kafka output holds the start of the batch; producing the rest", "first", b.first, "kafka_next", w.inKafka, "rows_skipped", i, "dead_letters_skipped", len(b.dead)-len(dead))
+	}
+	return rows, sources, dead
 }

@@ -53,6 +53,7 @@ type worker struct {
 	topicID      string       // Kafka's id of the topic (KIP-516), "" when the brokers keep none
 	resume       resumeStore  // nil: the output keeps no resume records
 	eos          *exactlyOnce // nil: the Kafka output is at least once
+	inKafka      int64        // exactly_once: the Kafka output holds the partition's records before it (the group's offset at start)
 	stride       int64        // a backfill's cut points (plannedCut); 0 otherwise
 	flushWait    time.Duration
 	log          *slog.Logger

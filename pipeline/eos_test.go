@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logstore/logstore/internal/testkit"
+	"github.com/logstore/logstore/pipeline/record"
+	"github.com/logstore/logstore/sink"
 )
 
 // eosConfig is a job of group reading logs on the embedded cluster into
@@ -132,4 +135,74 @@ func lostCommitJob(t *testing.T, abortLost bool) {
 	}
 	runTestJob(t, eosConfig(c.ListenAddrs(), "g", t.TempDir(), "out", 50), Mode{UntilNow: true})
 	everyValueOnce(t, testkit.ReadCommitted(t, c.ListenAddrs(), "out", n), n)
+}
+
+// tableConfig is the sinks.iceberg entry of a table on a SQLite catalog and
+// a local warehouse in dir.
+func tableConfig(dir string) string {
+	return fmt.Sprintf("iceberg: {table: logs.raw, spool_dir: %q, catalog: {uri: %q, warehouse: %q}, file: {fsync: false}}, ",
+		filepath.Join(dir, "spool"), filepath.Join(dir, "catalog.db"), "file://"+filepath.Join(dir, "warehouse"))
+}
+
+// TestTableAndExactlyOnceKafkaWithoutFilesLoseNoBatch: with a table and
+// exactly_once Kafka and no files sink, the table commits a batch before
+// the transaction that writes it to Kafka. A stop between the two leaves
+// the table ahead of the Kafka output (whose position is the group's
+// offset, committed in the transaction); the next run must start where
+// the least advanced output stands, so the Kafka output gets the batch
+// (and the table skips it), instead of starting after the table and
+// losing it from Kafka.
+func TestTableAndExactlyOnceKafkaWithoutFilesLoseNoBatch(t *testing.T) {
+	const n = 200
+	c := fakeCluster(t, kfake.SeedTopics(1, "logs", "out"))
+	produceN(t, c.ListenAddrs(), 0, n)
+	dir := t.TempDir()
+	cfg := eosConfig(c.ListenAddrs(), "g", "", "out", 70)
+	cfg = strings.Replace(cfg, "sinks: {", "sinks: {"+tableConfig(dir), 1)
+
+	refused := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Count: -1, Err: kerr.UnknownServerError,
+		When: func(r kmsg.Request) bool { return r.(*kmsg.EndTxnRequest).Commit }})
+	ctx, stop := context.WithTimeout(context.Background(), 4*time.Second)
+	defer stop()
+	wait := startJob(t, ctx, strings.Replace(cfg, "run: ", "", 1)+"run: {shutdown_timeout: 1s}\n", Mode{})
+	if err := refused.Wait(ctx, 2); err != nil {
+		t.Fatalf("no commit was refused: %v", err)
+	}
+	stop()
+	if err := wait(); err != nil {
+		t.Logf("the stopped job: %v", err)
+	}
+	refused.Remove()
+
+	runTestJob(t, cfg, Mode{UntilNow: true})
+	everyValueOnce(t, testkit.ReadCommitted(t, c.ListenAddrs(), "out", n), n)
+}
+
+// TestKafkaOutputSkipsWhatItHolds: a partition starts at its least
+// advanced output; the exactly-once Kafka output, whose position is the
+// group's offset, leaves out the rows and dead letters before it.
+func TestKafkaOutputSkipsWhatItHolds(t *testing.T) {
+	w := &worker{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, o := range []int64{10, 11, 12, 13} {
+		w.batch.rows = append(w.batch.rows, sink.Row{o})
+		w.batch.sources = append(w.batch.sources, sink.Source{Offset: o})
+	}
+	w.batch.first = 10
+	w.batch.dead = []RejectedRecord{{Record: record.Record{Offset: 9}}, {Record: record.Record{Offset: 14}}}
+	for _, c := range []struct {
+		inKafka         int64
+		wantRows, wantD int
+	}{{-1, 4, 2}, {10, 4, 2}, {12, 2, 1}, {20, 0, 0}} {
+		w.inKafka = c.inKafka
+		rows, sources, dead := w.notInKafka()
+		if len(rows) != c.wantRows || len(sources) != c.wantRows || len(dead) != c.wantD {
+			t.Errorf("Kafka at %d: %d rows, %d sources, %d dead letters; want %d, %d, %d", c.inKafka, len(rows), len(sources), len(dead), c.wantRows, c.wantRows, c.wantD)
+		}
+		if c.wantRows > 0 && sources[0].Offset != max(10, c.inKafka) {
+			t.Errorf("Kafka at %d: the first row produced is of offset %d", c.inKafka, sources[0].Offset)
+		}
+	}
+	if len(w.batch.rows) != 4 || len(w.batch.dead) != 2 {
+		t.Errorf("the batch itself changed: %d rows, %d dead letters", len(w.batch.rows), len(w.batch.dead))
+	}
 }
