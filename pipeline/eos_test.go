@@ -206,3 +206,27 @@ func TestKafkaOutputSkipsWhatItHolds(t *testing.T) {
 		t.Errorf("the batch itself changed: %d rows, %d dead letters", len(w.batch.rows), len(w.batch.dead))
 	}
 }
+
+// TestMemberCommitsItsPartitionsInOneTransaction: with exactly_once a
+// member writes the batches its partitions have ready in one transaction
+// per commit cycle, not one per batch, and every record reaches
+// read_committed consumers once.
+func TestMemberCommitsItsPartitionsInOneTransaction(t *testing.T) {
+	const n, partitions = 1200, 12
+	c := fakeCluster(t, kfake.SeedTopics(partitions, "logs"), kfake.SeedTopics(1, "out"))
+	produceN(t, c.ListenAddrs(), 0, n)
+	commits := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Observe: true, Count: -1,
+		When: func(r kmsg.Request) bool { return r.(*kmsg.EndTxnRequest).Commit }})
+	cfg := eosConfig(c.ListenAddrs(), "g", "", "out", 25)
+	cfg = strings.Replace(cfg, "sinks: {", "sinks: {commit_interval: 300ms, ", 1)
+	stats, err := runTestJobStats(t, cfg, Mode{UntilNow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	everyValueOnce(t, testkit.ReadCommitted(t, c.ListenAddrs(), "out", n), n)
+	batches, txns := stats.Batches.Load(), int64(commits.Hits())
+	t.Logf("%d batches in %d transactions", batches, txns)
+	if batches < n/25 || txns*4 > batches {
+		t.Errorf("%d batches in %d transactions: want several partitions' batches per transaction", batches, txns)
+	}
+}

@@ -191,12 +191,12 @@ func (w *worker) txnMember() (*producer.GroupMember, <-chan struct{}, func() boo
 }
 
 // transactOnce writes the batch's rows and dead letters and commits next
-// in one transaction. Rows the brokers refuse for their size leave the
+// in the member's next transaction, with its other partitions' batches
+// (sink.Kafka.Transact: one transaction per commit cycle). Rows the brokers refuse for their size leave the
 // batch as dead_letter.on_error says, its files are written again
 // without them (same names), and the transaction is tried again.
 func (w *worker) transactOnce(ctx context.Context, last int64, member *producer.GroupMember) error {
 	b := &w.batch
-	offsets := []producer.Offset{{Topic: w.topic, Partition: int32(w.partition), Offset: last + 1}}
 	for {
 		rows, sources, letters := w.notInKafka()
 		batch := &sink.Batch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Schema: w.decoder.Schema(),
@@ -206,7 +206,11 @@ func (w *worker) transactOnce(ctx context.Context, last int64, member *producer.
 			dead := &deadBatch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Prefix: w.prefix, Letters: letters}
 			also = func(ctx context.Context) error { return w.eos.dead.writeDeadLetters(ctx, dead) }
 		}
-		err := w.eos.kafka.WriteTransaction(ctx, batch, also, member, offsets)
+		err := w.eos.kafka.Transact(ctx, &sink.TxnPart{Batch: batch, Also: also, Member: member,
+			Offset: producer.Offset{Topic: w.topic, Partition: int32(w.partition), Offset: last + 1}})
+		if errors.Is(err, sink.ErrCycleAborted) {
+			continue // another partition's batch failed the member's transaction
+		}
 		refused := sink.AsRowErrors(err)
 		if refused == nil {
 			return err

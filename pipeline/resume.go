@@ -163,7 +163,7 @@ func (j *Job) resumed(ctx context.Context, topic string, partition int, group po
 		return j.recreated(ctx, topic, partition, group, out, oldGroup, topicID)
 	}
 	pos, note := reconcile(group, out, ok)
-	if j.eos != nil && !j.resume.ofEveryOutput() && group.Offset >= 0 && pos.Offset > group.Offset {
+	if j.eos != nil && j.resume != nil && !j.resume.ofEveryOutput() && group.Offset >= 0 && pos.Offset > group.Offset {
 		// Two outputs record their own position: the table in its
 		// snapshots, the Kafka output in the group's offset its
 		// transactions commit. The least advanced one decides (the table
