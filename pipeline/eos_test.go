@@ -18,6 +18,7 @@ import (
 	"github.com/logstore/logstore/internal/testkit"
 	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
+	"github.com/logstore/logstore/sink/iceberg"
 )
 
 // eosConfig is a job of group reading logs on the embedded cluster into
@@ -229,4 +230,110 @@ func TestMemberCommitsItsPartitionsInOneTransaction(t *testing.T) {
 	if batches < n/25 || txns*4 > batches {
 		t.Errorf("%d batches in %d transactions: want several partitions' batches per transaction", batches, txns)
 	}
+}
+
+// TestEveryRecordOnceWhateverStepAStopFalls: for each combination of
+// outputs with exactly-once Kafka, the job is stopped (a SIGTERM, a
+// revoke) right after each step of the commit protocol, the second time
+// a batch passes it, then run again to the end: every record is once in
+// the Kafka output under read_committed, the files tile the offsets with
+// no overlap, and the table's position is the end. In the "refused"
+// cases the brokers refuse the stopping job's commits (EndTxn, offset
+// commits), so its flush at the stop cannot finish, as after a crash.
+func TestEveryRecordOnceWhateverStepAStopFalls(t *testing.T) {
+	combos := []struct {
+		name         string
+		files, table bool
+	}{{"files+kafka", true, false}, {"table+kafka", false, true}, {"files+table+kafka", true, true}}
+	steps := []string{sink.FailMarked, sink.FailTableCommitted, sink.FailDelivered, sink.FailInTxn, sink.FailTxnEnding, sink.FailTxnCommitted}
+	for _, combo := range combos {
+		for _, step := range steps {
+			if step == sink.FailTableCommitted && !combo.table {
+				continue
+			}
+			for _, refused := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/refused=%v", combo.name, step, refused), func(t *testing.T) {
+					stopAtStep(t, combo.files, combo.table, step, refused)
+				})
+			}
+		}
+	}
+}
+
+func stopAtStep(t *testing.T, files, table bool, step string, refused bool) {
+	const n, partitions, maxRows = 120, 2, 30
+	c := fakeCluster(t, kfake.SeedTopics(partitions, "logs"), kfake.SeedTopics(1, "out"))
+	produceN(t, c.ListenAddrs(), 0, n)
+	dir, out := t.TempDir(), ""
+	if files {
+		out = filepath.Join(dir, "files")
+	}
+	cfg := eosConfig(c.ListenAddrs(), "g", out, "out", maxRows)
+	if table {
+		cfg = strings.Replace(cfg, "sinks: {", "sinks: {"+tableConfig(dir), 1)
+	}
+	ctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
+	defer stop()
+	stopped := make(chan struct{})
+	var refusals []*kfake.FaultHandle
+	defer sink.StopAt(step, 2, func() {
+		if refused {
+			refusals = append(refusals,
+				c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Count: -1, Err: kerr.UnknownServerError, When: func(r kmsg.Request) bool { return r.(*kmsg.EndTxnRequest).Commit }}),
+				c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit, kmsg.TxnOffsetCommit}, Count: -1, Err: kerr.UnknownServerError}))
+		}
+		stop()
+		close(stopped)
+	})()
+	wait := startJob(t, ctx, cfg+"run: {shutdown_timeout: 1s}\n", Mode{})
+	if err := wait(); err != nil {
+		t.Logf("the stopped job: %v", err)
+	}
+	select {
+	case <-stopped:
+	default:
+		t.Fatalf("the job never passed %s twice", step)
+	}
+	for _, f := range refusals {
+		f.Remove()
+	}
+	runTestJob(t, cfg, Mode{UntilNow: true})
+
+	everyValueOnce(t, testkit.ReadCommitted(t, c.ListenAddrs(), "out", n), n)
+	if files {
+		for p, end := range filesTile(t, out) {
+			if end != n/partitions {
+				t.Errorf("files of partition %d end at %d, want %d", p, end, n/partitions)
+			}
+		}
+	}
+	if table {
+		for p := range partitions {
+			if last := tableLast(t, dir, p); last != n/partitions-1 {
+				t.Errorf("the table holds partition %d up to %d, want %d", p, last, n/partitions-1)
+			}
+		}
+	}
+}
+
+// tableLast is the last offset of logs/partition the table of tableConfig(dir)
+// holds, -1 for none.
+func tableLast(t *testing.T, dir string, partition int) int64 {
+	t.Helper()
+	cfg := sink.Config{Iceberg: &sink.IcebergConfig{Table: "logs.raw", SpoolDir: filepath.Join(dir, "spool"),
+		Catalog: sink.IcebergCatalog{URI: filepath.Join(dir, "catalog.db"), Warehouse: "file://" + filepath.Join(dir, "warehouse")}}}
+	cfg.SetDefaults()
+	tbl, err := iceberg.New(context.Background(), cfg.Iceberg, &sink.Schema{Fields: []sink.Field{{Name: "n", Type: sink.Int64, Required: true}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Close()
+	p, ok, err := tbl.Position(context.Background(), "logs", partition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		return -1
+	}
+	return p.Last
 }
