@@ -70,7 +70,7 @@ func transactionalID(group, instance string) string {
 // inTxn says whether the worker's sink s writes in the transaction rather
 // than in deliver.
 func (w *worker) inTxn(s sink.Sink) bool {
-	return w.eos != nil && s == sink.Sink(w.eos.kafka)
+	return w.eos != nil && sink.CommitWayOf(s) == sink.CommitsByTransaction
 }
 
 // deadInTxn says whether the dead-letter writer d writes in the
