@@ -260,9 +260,6 @@ func refusePrefix(b *sink.Batch) error {
 }
 
 // Close drops staged batches; committed ones are in the table.
-// Commits says the table commits by snapshot, with positions.
-func (t *Table) Commits() sink.CommitWay { return sink.CommitsBySnapshot }
-
 func (t *Table) Close() error {
 	err := t.files.Close()
 	if c, ok := t.cat.(interface{ Close() error }); ok {
