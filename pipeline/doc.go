@@ -33,4 +33,19 @@
 // deleted) the output's resume record says where the output is, or which
 // batch it was writing (then that batch is re-cut); the furthest of the two
 // wins (resume.go).
+//
+// Several outputs, several positions. The files' resume record is written
+// once every output holds the batch, so it is where the least advanced
+// output stands. Other outputs record their own: the table its last
+// offset per partition in each snapshot's summary, the exactly-once Kafka
+// output its next offset in the group's offsets, committed in the
+// transaction that writes the batch. The rule: a partition starts at the
+// position of the LEAST advanced output, and every output skips what it
+// already holds — files by their names (a batch re-cut at its mark
+// overwrites them), the table by re-reading its positions at every commit
+// try, the Kafka output by leaving out the records before the group's
+// offset it read at the partition's start. Without files, the table
+// commits a batch before its transaction, so a stop between them leaves
+// the table ahead; the group's offset then decides, and the table skips
+// the batch the re-cut writes again.
 package pipeline

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -69,7 +70,7 @@ func transactionalID(group, instance string) string {
 // inTxn says whether the worker's sink s writes in the transaction rather
 // than in deliver.
 func (w *worker) inTxn(s sink.Sink) bool {
-	return w.eos != nil && s == sink.Sink(w.eos.kafka)
+	return w.eos != nil && sink.CommitWayOf(s) == sink.CommitsByTransaction
 }
 
 // deadInTxn says whether the dead-letter writer d writes in the
@@ -121,10 +122,24 @@ func (w *worker) commitNext(ctx context.Context, last int64) error {
 func (w *worker) transact(ctx context.Context, last int64) error {
 	for {
 		member, changed, owned := w.txnMember()
+		if w.batch.unsure {
+			committed, err := w.txnCommitted(ctx, last, member)
+			if err != nil {
+				return err
+			}
+			w.batch.unsure = false
+			if committed {
+				return nil
+			}
+		}
 		err := w.transactOnce(ctx, last, member)
 		switch {
 		case err == nil:
 			return nil
+		case errors.Is(err, producer.ErrTxnOutcomeUnknown):
+			w.batch.unsure = true
+			w.log.Warn("the outcome of the batch's transaction is unknown (its commit went unanswered); the group's offset will tell before it is written again",
+				"first", w.batch.first, "last", last, "err", err)
 		case errors.Is(err, producer.ErrProducerFenced):
 			return errFatal{fmt.Errorf("%s/%d: %w; another process runs with this member's transactional id (two members with one kafka.group_instance_id?): stopping", w.topic, w.partition, err)}
 		case errors.Is(err, producer.ErrGroupFenced):
@@ -139,6 +154,24 @@ func (w *worker) transact(ctx context.Context, last int64) error {
 			return err
 		}
 	}
+}
+
+// txnCommitted resolves a transaction whose outcome is unknown: it
+// committed next (last+1) for the partition, so the group's offset, read
+// once no transaction holds it (require_stable), is at or past next when
+// and only when it committed. A replay commits no offsets and cannot tell:
+// it takes the batch as not written (at least once, as a replay is).
+func (w *worker) txnCommitted(ctx context.Context, last int64, member *producer.GroupMember) (bool, error) {
+	if member == nil {
+		return false, nil
+	}
+	offsets, err := w.eos.kafka.Producer().StableOffsets(ctx, member.Group, map[string][]int32{w.topic: {int32(w.partition)}})
+	if err != nil {
+		return false, fmt.Errorf("%s/%d: reading the group's offset to learn whether the transaction of %d-%d committed: %w", w.topic, w.partition, w.batch.first, last, err)
+	}
+	at := offsets[w.topic][int32(w.partition)].Offset
+	w.log.Info("the unanswered transaction's outcome, from the group's offset", "first", w.batch.first, "last", last, "group_offset", at, "committed", at > last)
+	return at > last, nil
 }
 
 // txnMember is who commits the offsets: the member's current generation,
@@ -158,26 +191,39 @@ func (w *worker) txnMember() (*producer.GroupMember, <-chan struct{}, func() boo
 }
 
 // transactOnce writes the batch's rows and dead letters and commits next
-// in one transaction. Rows the brokers refuse for their size leave the
+// in the member's next transaction, with its other partitions' batches
+// (sink.Kafka.Transact: one transaction per commit cycle). Rows the brokers refuse for their size leave the
 // batch as dead_letter.on_error says, its files are written again
 // without them (same names), and the transaction is tried again.
 func (w *worker) transactOnce(ctx context.Context, last int64, member *producer.GroupMember) error {
 	b := &w.batch
-	offsets := []producer.Offset{{Topic: w.topic, Partition: int32(w.partition), Offset: last + 1}}
 	for {
+		rows, sources, letters := w.notInKafka()
 		batch := &sink.Batch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Schema: w.decoder.Schema(),
-			Rows: b.rows, Sources: b.sources, Prefix: w.prefix, ValidText: true}
-		var letters func(context.Context) error
-		if w.eos.dead != nil && len(b.dead) > 0 {
-			dead := &deadBatch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Prefix: w.prefix, Letters: b.dead}
-			letters = func(ctx context.Context) error { return w.eos.dead.writeDeadLetters(ctx, dead) }
+			Rows: rows, Sources: sources, Prefix: w.prefix, ValidText: true}
+		var also func(context.Context) error
+		if w.eos.dead != nil && len(letters) > 0 {
+			dead := &deadBatch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Prefix: w.prefix, Letters: letters}
+			also = func(ctx context.Context) error { return w.eos.dead.writeDeadLetters(ctx, dead) }
 		}
-		err := w.eos.kafka.WriteTransaction(ctx, batch, letters, member, offsets)
+		err := w.eos.kafka.Transact(ctx, &sink.TxnPart{Batch: batch, Also: also, Member: member,
+			Offset: producer.Offset{Topic: w.topic, Partition: int32(w.partition), Offset: last + 1}})
+		if errors.Is(err, sink.ErrCycleAborted) {
+			continue // another partition's batch failed the member's transaction
+		}
 		refused := sink.AsRowErrors(err)
 		if refused == nil {
 			return err
 		}
-		if err := w.refuse(batch, refused); err != nil {
+		// The refusals name rows of what went to Kafka; the batch holds
+		// the rows the Kafka output skipped before them.
+		skipped := len(b.rows) - len(rows)
+		for _, e := range refused {
+			e.Index += skipped
+		}
+		whole := *batch
+		whole.Rows, whole.Sources = b.rows, b.sources
+		if err := w.refuse(&whole, refused); err != nil {
 			return err
 		}
 		b.wroteBy, b.deadBy = 0, 0
@@ -185,4 +231,27 @@ func (w *worker) transactOnce(ctx context.Context, last int64, member *producer.
 			return err
 		}
 	}
+}
+
+// notInKafka is the batch's rows, their sources and its dead letters from
+// the Kafka output's own position on (inKafka, the group's offset its
+// transactions committed, read when the partition started): a partition
+// starts at its least advanced output, and the Kafka output skips what
+// it already holds, as the table skips its batches.
+func (w *worker) notInKafka() ([]sink.Row, []sink.Source, []RejectedRecord) {
+	b := &w.batch
+	rows, sources, dead := b.rows, b.sources, b.dead
+	if b.first >= w.inKafka {
+		return rows, sources, dead
+	}
+	i := 0
+	for i < len(sources) && sources[i].Offset < w.inKafka {
+		i++
+	}
+	rows, sources = rows[i:], sources[i:]
+	dead = slices.DeleteFunc(slices.Clone(dead), func(d RejectedRecord) bool { return d.Record.Offset < w.inKafka })
+	if i > 0 || len(dead) < len(b.dead) {
+		w.log.Info("the Kafka output holds the start of the batch; producing the rest", "first", b.first, "kafka_next", w.inKafka, "rows_skipped", i, "dead_letters_skipped", len(b.dead)-len(dead))
+	}
+	return rows, sources, dead
 }

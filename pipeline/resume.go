@@ -48,6 +48,10 @@ type resumeStore interface {
 	// loadResume returns the partition's record; ok is false when the
 	// output has none.
 	loadResume(ctx context.Context, topic string, partition int) (r resumeRecord, ok bool, err error)
+	// ofEveryOutput says the record is written once every output holds
+	// the batch, so it is the least advanced output's position; else it
+	// is one output's own (the table's snapshot summary).
+	ofEveryOutput() bool
 }
 
 // filesResume keeps resume records in the files sink, at
@@ -66,6 +70,8 @@ func (f filesResume) saveResume(ctx context.Context, r resumeRecord) error {
 	}
 	return f.files.PutMeta(ctx, resumeName(r.Topic, r.Partition), b)
 }
+
+func (filesResume) ofEveryOutput() bool { return true }
 
 func (f filesResume) loadResume(ctx context.Context, topic string, partition int) (resumeRecord, bool, error) {
 	var r resumeRecord
@@ -157,12 +163,24 @@ func (j *Job) resumed(ctx context.Context, topic string, partition int, group po
 		return j.recreated(ctx, topic, partition, group, out, oldGroup, topicID)
 	}
 	pos, note := reconcile(group, out, ok)
+	if j.eos != nil && j.resume != nil && !j.resume.ofEveryOutput() && group.Offset >= 0 && pos.Offset > group.Offset {
+		// Two outputs record their own position: the table in its
+		// snapshots, the Kafka output in the group's offset its
+		// transactions commit. The least advanced one decides (the table
+		// commits a batch before its transaction, so a stop between them
+		// leaves it ahead); the table skips the batches it holds.
+		note = fmt.Sprintf("the table holds up to %d; the Kafka output (the group's offset, committed in its transactions) is behind it at %d: starting there, the table skips what it holds", out.Last, group.Offset)
+		pos = group
+	}
 	if err := checkCutLayout(topic, partition, pos, j.layout); err != nil {
 		return nil, err
 	}
 	if pos == group {
 		if ok && out.Mark != "" && group.Offset > out.Last {
 			return nil, j.settleResume(ctx, out)
+		}
+		if note != "" {
+			j.log.Info(note, "topic", topic, "partition", partition)
 		}
 		return nil, nil
 	}

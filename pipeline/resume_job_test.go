@@ -89,37 +89,12 @@ func TestJobResumesFromTheOutputWithoutOffsets(t *testing.T) {
 
 	// Every file is {topic}-{partition}-{first}-{last}: per partition the
 	// ranges must tile [0, end) with no overlap.
-	ranges := map[int][][2]int64{}
-	err := filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".parquet") {
-			return err
-		}
-		var part int
-		var first, last int64
-		if _, err := fmt.Sscanf(filepath.Base(p), "logs-%d-%d-%d.parquet", &part, &first, &last); err != nil {
-			t.Errorf("%s: %v", p, err)
-		}
-		ranges[part] = append(ranges[part], [2]int64{first, last})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	total := int64(0)
-	for p, rs := range ranges {
-		slices.SortFunc(rs, func(a, b [2]int64) int { return int(a[0] - b[0]) })
-		next := int64(0)
-		for _, r := range rs {
-			if r[0] != next {
-				t.Errorf("partition %d: files %v: a batch from %d where %d was expected (overlap or gap)", p, rs, r[0], next)
-				break
-			}
-			next = r[1] + 1
-		}
-		total += next
+	for _, end := range filesTile(t, out) {
+		total += end
 	}
 	if total != 500 {
-		t.Errorf("files cover %d records, want 500: %v", total, ranges)
+		t.Errorf("files cover %d records, want 500: %v", total, fileRanges(t, out))
 	}
 	// A group with nothing left to read takes the output's position as
 	// its own at once.
@@ -148,6 +123,25 @@ func recreateTopic(t *testing.T, brokers []string, partitions int) {
 	if _, err := admin.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: "logs", NumPartitions: partitions, ReplicationFactor: 1}}}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// filesTile checks that each partition's files in out tile [0, end) with
+// no overlap and no gap, and returns each partition's end.
+func filesTile(t *testing.T, out string) map[int]int64 {
+	t.Helper()
+	ends := map[int]int64{}
+	for p, rs := range fileRanges(t, out) {
+		next := int64(0)
+		for _, r := range rs {
+			if r[0] != next {
+				t.Errorf("partition %d: files %v: a batch from %d where %d was expected (overlap or gap)", p, rs, r[0], next)
+				break
+			}
+			next = r[1] + 1
+		}
+		ends[p] = next
+	}
+	return ends
 }
 
 // fileRanges is each partition's [first, last] per file of the output.

@@ -61,6 +61,8 @@ type fakeResume struct {
 	commits *fakeCommitter
 }
 
+func (*fakeResume) ofEveryOutput() bool { return true }
+
 func (f *fakeResume) saveResume(_ context.Context, r resumeRecord) error {
 	f.records[fmt.Sprint(r.Topic, "/", r.Partition)] = r
 	writing := ""

@@ -353,6 +353,10 @@ func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit com
 			}
 			w := j.newWorker(topic, p, commit, target, mode.Prefix)
 			w.topicID = topicID
+			if got, ok := positions[topic][p]; ok && j.eos != nil {
+				// Committed in the transactions: where the Kafka output stands.
+				w.inKafka = got.Offset
+			}
 			if mode.plan != nil {
 				w.stride = mode.plan.Stride
 			}

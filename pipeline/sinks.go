@@ -41,16 +41,14 @@ func (j *Job) openSinks(ctx context.Context, deps Deps) error {
 				s.Close()
 				return prefixed("sinks.", err)
 			}
-			// After the files, before Kafka, as files are: the Kafka sink's
-			// produce (its transaction, with delivery: exactly_once) is
-			// the batch's last step before next.
-			at := 0
-			if files != nil {
-				at = 1
-			}
-			j.sinks = slices.Insert(j.sinks, at, sink.Sink(t))
+			j.sinks = append(j.sinks, t)
 		}
 	}
+	// The commit cycle's order comes from how each output commits (by
+	// name, by snapshot, at least once, by transaction: the last is the
+	// batch's record), whatever the outputs are.
+	j.sinks = slices.Clone(j.sinks)
+	sink.OrderByCommit(j.sinks)
 	for _, s := range j.sinks {
 		if f, ok := s.(*sink.Files); ok {
 			j.layout, j.resume = f.Layout(), filesResume{f}

@@ -16,6 +16,10 @@ type tableResume struct{ table sink.TableSink }
 
 func (tableResume) saveResume(context.Context, resumeRecord) error { return nil }
 
+// ofEveryOutput is false: the table commits a batch before an
+// exactly-once Kafka output's transaction, so it may be ahead of it.
+func (tableResume) ofEveryOutput() bool { return false }
+
 func (r tableResume) loadResume(ctx context.Context, topic string, partition int) (resumeRecord, bool, error) {
 	p, ok, err := r.table.TablePosition(ctx, topic, partition)
 	if err != nil || !ok {

@@ -53,6 +53,7 @@ type worker struct {
 	topicID      string       // Kafka's id of the topic (KIP-516), "" when the brokers keep none
 	resume       resumeStore  // nil: the output keeps no resume records
 	eos          *exactlyOnce // nil: the Kafka output is at least once
+	inKafka      int64        // exactly_once: the Kafka output holds the partition's records before it (the group's offset at start)
 	stride       int64        // a backfill's cut points (plannedCut); 0 otherwise
 	flushWait    time.Duration
 	log          *slog.Logger
@@ -100,8 +101,11 @@ type openBatch struct {
 	deadBy      int   // how many dead-letter writers already wrote its dead letters
 	delivered   bool  // every sink holds the batch cut at last; only the commit of next is left
 	transacted  bool  // exactly_once: its transaction (rows, dead letters, next) committed
-	last        int64 // where it was cut, once delivered
-	full        bool  // a sink said the batch reached its target size
+	// unsure: exactly_once: a transaction of it went unanswered, and may
+	// have committed; the group's offset tells before it is written again.
+	unsure bool
+	last   int64 // where it was cut, once delivered
+	full   bool  // a sink said the batch reached its target size
 }
 
 // errFatal marks an error that must stop the whole job (on_error: fail,

@@ -21,6 +21,11 @@ type Config struct {
 	Kafka *KafkaOutputConfig `yaml:"kafka"`
 	// Iceberg commits each batch's files to an Apache Iceberg table.
 	Iceberg *IcebergConfig `yaml:"iceberg"`
+	// CommitInterval is how long a member's commit cycle waits for more
+	// of its partitions' batches: one table snapshot and one Kafka
+	// transaction (exactly_once) per cycle. sinks.iceberg.commit_interval
+	// is its older name.
+	CommitInterval time.Duration `yaml:"commit_interval"`
 }
 
 // FilesConfig is `sinks.files`.
@@ -224,6 +229,12 @@ func (c *Config) SetDefaults() {
 	}
 	if t := c.Iceberg; t != nil {
 		t.setDefaults()
+		// One interval for the cycle: the table's older key sets it too.
+		if c.CommitInterval == 0 {
+			c.CommitInterval = t.CommitInterval
+		} else if t.CommitInterval == 0 {
+			t.CommitInterval = c.CommitInterval
+		}
 	}
 }
 
@@ -285,6 +296,12 @@ var partitionName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 func (c *Config) Validate() error {
 	if c.Files == nil && c.Kafka == nil && c.Iceberg == nil {
 		return confkey.Errorf("files", "no sink configured; set sinks.files.url, sinks.kafka.topic and/or sinks.iceberg.table")
+	}
+	if c.CommitInterval < 0 || c.CommitInterval > time.Minute {
+		return confkey.Errorf("commit_interval", "%s is outside 0s..1m", c.CommitInterval)
+	}
+	if t := c.Iceberg; t != nil && t.CommitInterval != c.CommitInterval {
+		return confkey.Errorf("iceberg.commit_interval", "%s, and sinks.commit_interval %s: the table and the Kafka output commit in one cycle; set sinks.commit_interval alone", t.CommitInterval, c.CommitInterval)
 	}
 	if f := c.Files; f != nil {
 		if err := f.validate(); err != nil {

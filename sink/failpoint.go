@@ -57,9 +57,35 @@ const (
 	FailTableCommitted = "table-committed"     // the table holds the batch; the worker has not heard yet
 )
 
+// stopAt is an in-process test's point: its stop is called, once, the
+// n-th time the point is passed, and the caller goes on (a stop, not a
+// crash: what a SIGTERM or a revoke does at that moment).
+var stopAt atomic.Pointer[struct {
+	name string
+	left atomic.Int64
+	stop func()
+}]
+
+// StopAt calls stop the n-th time the point name is passed, for tests that
+// stop a job in its process between two steps of the commit protocol;
+// the returned function removes it.
+func StopAt(name string, n int, stop func()) (remove func()) {
+	p := &struct {
+		name string
+		left atomic.Int64
+		stop func()
+	}{name: name, stop: stop}
+	p.left.Store(int64(n))
+	stopAt.Store(p)
+	return func() { stopAt.Store(nil) }
+}
+
 // Failpoint kills the process if LOGSTORE_FAILPOINT names this point and its
 // count is used up.
 func Failpoint(name string) {
+	if p := stopAt.Load(); p != nil && p.name == name && p.left.Add(-1) == 0 {
+		p.stop()
+	}
 	if failpoint.name != name {
 		return
 	}

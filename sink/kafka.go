@@ -31,9 +31,9 @@ const (
 // at_least_once, a batch written again (after a crash or a rebalance) is
 // produced again, and the logstore.source.* headers let consumers drop the
 // repeats. With exactly_once, Write does nothing: the job calls
-// WriteTransaction, which produces the batch's rows with the commit of its
-// next offset in one transaction, so a read_committed consumer sees each
-// row once. Either way a produce is never written twice by a retry (the
+// Transact, which produces the batch's rows with the commit of its next
+// offset in the member's next transaction (kafkacycle.go), so a
+// read_committed consumer sees each row once. Either way a produce is never written twice by a retry (the
 // producer is idempotent), and keyless rows go to partitions led in the
 // member's zone (partitioner rack-aware).
 type Kafka struct {
@@ -41,6 +41,7 @@ type Kafka struct {
 	cfg     *KafkaOutputConfig
 	brokers []string
 	txn     sync.Mutex // one transaction at a time: the producer has one open
+	cycle   *txnCycle  // exactly_once: the member's transactions
 }
 
 // KafkaDeps is what the Kafka sink takes from the job.
@@ -57,7 +58,10 @@ type KafkaDeps struct {
 	// TransactionalID is the producer's with delivery exactly_once: one
 	// per member, the same across its restarts when it can be.
 	TransactionalID string
-	Log             *slog.Logger
+	// CommitInterval is how long a member's transaction waits for more of
+	// its partitions' batches (sinks.commit_interval).
+	CommitInterval time.Duration
+	Log            *slog.Logger
 }
 
 // newKafka makes the producer. brokers are the output cluster's bootstrap
@@ -107,7 +111,7 @@ func newKafka(cfg *KafkaOutputConfig, brokers []string, deps KafkaDeps) (*Kafka,
 		return nil, err
 	}
 	log.Info("kafka sink", "topic", cfg.Topic, "partitioner", part.String(), "rack", deps.Rack, "delivery", cfg.Delivery, "transactional_id", txnID)
-	return &Kafka{p: p, cfg: cfg, brokers: brokers}, nil
+	return &Kafka{p: p, cfg: cfg, brokers: brokers, cycle: newTxnCycle(deps.CommitInterval)}, nil
 }
 
 // partitioner is where keyless rows go: as sinks.kafka.partitioner says,
@@ -141,7 +145,7 @@ func kafkaCodec(name string) (compress.Compression, error) {
 // record the brokers refuse for its size (over the topic's
 // max.message.bytes though under batch_bytes) is its row's fault: it comes
 // back as a RowError, for the dead letters. With exactly_once it does
-// nothing: the rows go in WriteTransaction.
+// nothing: the rows go in Transact.
 func (k *Kafka) Write(ctx context.Context, b *Batch) error {
 	if len(b.Rows) == 0 || k.ExactlyOnce() {
 		return nil
@@ -202,56 +206,6 @@ func (k *Kafka) ExactlyOnce() bool { return k.cfg.Delivery == DeliveryExactlyOnc
 // Producer is the sink's producer, for what must go in its transactions
 // (the dead letters) or read what they commit (the group's offsets).
 func (k *Kafka) Producer() *producer.Producer { return k.p }
-
-// WriteTransaction writes the batch's rows, what also produces (the dead
-// letters, through Producer), and offsets for the member, in one
-// transaction: all of it becomes visible to read_committed consumers and
-// the group together, or none of it. On any failure the transaction is
-// aborted and the error returned: rows the brokers refuse for their size
-// as RowErrors, a member whose generation is over as
-// producer.ErrGroupFenced, a producer whose transactional id another took
-// as producer.ErrProducerFenced. member nil commits no offsets.
-func (k *Kafka) WriteTransaction(ctx context.Context, b *Batch, also func(context.Context) error, member *producer.GroupMember, offsets []producer.Offset) error {
-	k.txn.Lock()
-	defer k.txn.Unlock()
-	if err := k.p.BeginTxn(ctx); err != nil {
-		return fmt.Errorf("kafka: beginning the transaction of %s: %w", b.Name(), err)
-	}
-	err := k.inTransaction(ctx, b, also, member, offsets)
-	if err == nil {
-		Failpoint(FailTxnEnding)
-		if err = k.p.CommitTxn(ctx); err == nil {
-			Failpoint(FailTxnCommitted)
-			return nil
-		}
-		err = fmt.Errorf("kafka: committing the transaction of %s: %w", b.Name(), err)
-	}
-	// ctx may be what ended: the abort gets its own time.
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.cfg.WriteTimeout)
-	defer cancel()
-	if aerr := k.p.AbortTxn(actx); aerr != nil {
-		return errors.Join(err, fmt.Errorf("kafka: aborting it: %w", aerr))
-	}
-	return err
-}
-
-func (k *Kafka) inTransaction(ctx context.Context, b *Batch, also func(context.Context) error, member *producer.GroupMember, offsets []producer.Offset) error {
-	if len(b.Rows) > 0 {
-		if err := k.produce(ctx, b); err != nil {
-			return err
-		}
-	}
-	Failpoint(FailInTxn)
-	if also != nil {
-		if err := also(ctx); err != nil {
-			return err
-		}
-	}
-	if member != nil && len(offsets) > 0 {
-		return k.p.SendOffsets(ctx, *member, offsets)
-	}
-	return nil
-}
 
 // Discard has nothing to drop: staged rows are already produced.
 func (k *Kafka) Discard(string, int, string) {}

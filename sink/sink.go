@@ -51,7 +51,9 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Sinks, error) {
 		if len(brokers) == 0 {
 			brokers = deps.KafkaBrokers
 		}
-		k, err := newKafka(kc, brokers, deps.Kafka)
+		kd := deps.Kafka
+		kd.CommitInterval = cfg.CommitInterval
+		k, err := newKafka(kc, brokers, kd)
 		if err != nil {
 			s.Close()
 			return nil, err

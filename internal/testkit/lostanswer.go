@@ -9,11 +9,13 @@ import (
 )
 
 // LostAnswers dials broker connections that lose the broker's answer to
-// the next n Produce requests: the request reaches the broker, which
-// writes the records, and the client hears nothing until its deadline, as
-// when a network drops a response. A producer that sends the records again
-// without idempotence writes them twice.
+// the next n requests of one API (Produce by default): the request reaches
+// the broker, which acts on it, and the client hears nothing until its
+// deadline, as when a network drops a response. A producer that sends the
+// records again without idempotence writes them twice; a transaction whose
+// EndTxn answer is lost may have committed.
 type LostAnswers struct {
+	key       uint16
 	remaining atomic.Int64
 	// Lost counts the answers lost so far.
 	Lost atomic.Int64
@@ -21,7 +23,13 @@ type LostAnswers struct {
 
 // NewLostAnswers loses the answers to the next n Produce requests.
 func NewLostAnswers(n int) *LostAnswers {
-	l := &LostAnswers{}
+	return NewLostAnswersOf(produceKey, n)
+}
+
+// NewLostAnswersOf loses the answers to the next n requests of the API
+// key (EndTxnKey, ...).
+func NewLostAnswersOf(key uint16, n int) *LostAnswers {
+	l := &LostAnswers{key: key}
 	l.remaining.Store(int64(n))
 	return l
 }
@@ -36,11 +44,15 @@ func (l *LostAnswers) Dial(ctx context.Context, network, addr string) (net.Conn,
 	return &deafConn{Conn: nc, l: l}, nil
 }
 
-// produceKey is the Produce API's key.
-const produceKey = 0
+// API keys whose answers a test loses.
+const (
+	produceKey = 0
+	// EndTxnKey is EndTxn's: the commit or abort of a transaction.
+	EndTxnKey = 26
+)
 
-// deafConn follows the request frames written to it; once a Produce
-// request whose answer is to be lost went out, it reads and drops
+// deafConn follows the request frames written to it; once a request
+// whose answer is to be lost went out, it reads and drops
 // everything the broker sends, so the client's read ends at its deadline.
 type deafConn struct {
 	net.Conn
@@ -66,7 +78,7 @@ func (c *deafConn) Write(p []byte) (int, error) {
 		q = q[n:]
 		if len(c.head) == 6 {
 			size := int(binary.BigEndian.Uint32(c.head))
-			if binary.BigEndian.Uint16(c.head[4:]) == produceKey && c.l.remaining.Add(-1) >= 0 {
+			if binary.BigEndian.Uint16(c.head[4:]) == c.l.key && c.l.remaining.Add(-1) >= 0 {
 				c.deaf.Store(true)
 				c.l.Lost.Add(1)
 			}

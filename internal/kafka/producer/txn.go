@@ -69,6 +69,9 @@ type txnState struct {
 	groups map[string]*coordinator
 	// failed: an error after which only AbortTxn is right.
 	failed error
+	// commitSent: an EndTxn(commit) went out and its answer never came, so
+	// the coordinator may have committed; AbortTxn finds out.
+	commitSent bool
 	// fenced is final: this producer's epoch is not the newest.
 	fenced error
 }
@@ -357,7 +360,9 @@ func (p *Producer) failTxn(err error) error {
 // read_committed consumers and its offsets the group's. A transaction
 // that had a failure is not committed: the error wraps ErrAbortTxn, and
 // the caller aborts. An EndTxn whose answer was lost is sent again; the
-// coordinator answers a repeated commit as it did the first.
+// coordinator answers a repeated commit as it did the first. When no
+// answer comes before ctx ends the error wraps ErrTxnOutcomeUnknown: the
+// caller still calls AbortTxn, which tells it what happened.
 func (p *Producer) CommitTxn(ctx context.Context) error {
 	return p.endTxn(ctx, true)
 }
@@ -365,6 +370,14 @@ func (p *Producer) CommitTxn(ctx context.Context) error {
 // AbortTxn aborts the open transaction: no read_committed consumer sees
 // its records, and its offsets are dropped. Then the epoch is bumped (see
 // above). Aborting with no transaction open does nothing.
+//
+// After a commit whose answer was lost (ErrTxnOutcomeUnknown) the abort
+// may find the transaction committed: the coordinator answers
+// INVALID_TXN_STATE, and AbortTxn returns ErrTxnCommitted. When the abort
+// gets no answer either, the bump (InitProducerId) ends the transaction
+// the coordinator's way — a commit it had prepared completes, anything
+// else aborts — and AbortTxn returns ErrTxnOutcomeUnknown: only the
+// offsets the transaction committed (StableOffsets) tell.
 func (p *Producer) AbortTxn(ctx context.Context) error {
 	return p.endTxn(ctx, false)
 }
@@ -413,10 +426,25 @@ func (p *Producer) endTxn(ctx context.Context, commit bool) error {
 			// Open still: the caller aborts, and the abort's bump tells a
 			// transaction the coordinator aborted for its timeout from a
 			// fenced producer.
+			if !answered(err) {
+				p.mu.Lock()
+				t.commitSent = true
+				p.mu.Unlock()
+				err = fmt.Errorf("%w: %w", ErrTxnOutcomeUnknown, err)
+			}
 			return p.failTxn(fmt.Errorf("producer: committing the transaction: %w", err))
 		}
 		p.closeTxn()
 		return nil
+	}
+	p.mu.Lock()
+	commitSent := t.commitSent
+	p.mu.Unlock()
+	if commitSent && errors.Is(err, kafka.InvalidTransactionState) {
+		// The commit whose answer was lost went through: the transaction
+		// is over, and nothing is left to abort or to bump.
+		p.closeTxn()
+		return fmt.Errorf("producer: aborting the transaction after a commit whose answer was lost: %w (%w)", ErrTxnCommitted, err)
 	}
 	// Abort: a bump tells a timed-out transaction from a zombie (KIP-588),
 	// aborts the transaction when EndTxn could not, and keeps late batches
@@ -428,7 +456,17 @@ func (p *Producer) endTxn(ctx context.Context, commit bool) error {
 		p.mu.Unlock()
 		if berr := p.initTxn(ctx, true); berr != nil {
 			p.closeTxn()
+			if commitSent {
+				berr = fmt.Errorf("%w: %w", ErrTxnOutcomeUnknown, berr)
+			}
 			return fmt.Errorf("producer: aborting the transaction: %w", errors.Join(err, berr))
+		}
+		if commitSent && err != nil {
+			// Neither the commit nor the abort was answered: the bump ended
+			// the transaction, committed if the coordinator had prepared
+			// the commit, aborted otherwise.
+			p.closeTxn()
+			return fmt.Errorf("producer: aborting the transaction after a commit whose answer was lost: %w: %w", ErrTxnOutcomeUnknown, err)
 		}
 		err = nil
 	}
@@ -439,11 +477,18 @@ func (p *Producer) endTxn(ctx context.Context, commit bool) error {
 	return nil
 }
 
+// answered says whether err is the coordinator's answer (an error code)
+// rather than a request that heard nothing back.
+func answered(err error) bool {
+	var ke kafka.Error
+	return errors.As(err, &ke)
+}
+
 // closeTxn forgets the ended transaction's partitions.
 func (p *Producer) closeTxn() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.txn.open, p.txn.started, p.txn.failed = false, false, nil
+	p.txn.open, p.txn.started, p.txn.failed, p.txn.commitSent = false, false, nil, false
 	for _, ts := range p.topics {
 		for _, part := range ts.parts {
 			part.inTxn = false

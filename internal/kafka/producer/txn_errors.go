@@ -68,3 +68,17 @@ func txnClassOf(code int16) txnClass {
 	}
 	return txnFatal
 }
+
+// ErrTxnOutcomeUnknown is a commit whose EndTxn went out and whose answer
+// never came (a lost connection, the caller's context ended): the
+// coordinator may have committed the transaction. The caller must not
+// write its contents again in a new transaction before it learns the
+// outcome: from AbortTxn (ErrTxnCommitted, or nil for a true abort), or
+// from the offsets the transaction committed (StableOffsets).
+var ErrTxnOutcomeUnknown = errors.New("the transaction's commit was sent and its answer lost: it may have committed")
+
+// ErrTxnCommitted is AbortTxn's answer for a transaction whose commit the
+// coordinator had already taken (INVALID_TXN_STATE to the abort after a
+// commit whose answer was lost): nothing was aborted, everything in it is
+// visible.
+var ErrTxnCommitted = errors.New("the transaction was committed, not aborted")

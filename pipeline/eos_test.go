@@ -1,0 +1,339 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logstore/logstore/internal/testkit"
+	"github.com/logstore/logstore/pipeline/record"
+	"github.com/logstore/logstore/sink"
+	"github.com/logstore/logstore/sink/iceberg"
+)
+
+// eosConfig is a job of group reading logs on the embedded cluster into
+// the topic out with exactly_once, with files in dir when dir is not "".
+func eosConfig(brokers []string, group, dir, out string, maxRows int) string {
+	files := ""
+	if dir != "" {
+		files = fmt.Sprintf("files: {url: %q, file: {fsync: false}}, ", dir)
+	}
+	return fmt.Sprintf(`kafka: {brokers: ["%s"], topics: [logs], group: %s, start_offset: earliest}
+rack: {providers: [static]}
+schema: {columns: [{name: n, type: int64, required: true}]}
+batch: {max_rows: %d}
+sinks: {%skafka: {topic: %s, delivery: exactly_once, transaction_timeout: 5s}}
+dead_letter: {on_error: skip}
+`, strings.Join(brokers, `", "`), group, maxRows, files, out)
+}
+
+// startJob runs a job of raw until ctx ends; the returned function waits
+// for its end.
+func startJob(t *testing.T, ctx context.Context, raw string, mode Mode) func() error {
+	t.Helper()
+	cfg, err := Parse("test.yaml", []byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := NewJob(ctx, cfg, Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer j.Close()
+		done <- j.Run(ctx, mode)
+	}()
+	return func() error { return <-done }
+}
+
+// everyValueOnce reports each of the n values {"n":0}.. that seen does not
+// hold exactly once.
+func everyValueOnce(t *testing.T, seen map[string]int, n int) {
+	t.Helper()
+	bad := 0
+	for i := range n {
+		if c := seen[fmt.Sprintf(`{"n":%d}`, i)]; c != 1 {
+			if bad++; bad <= 10 {
+				t.Errorf("record %d seen %d times by read_committed", i, c)
+			}
+		}
+	}
+	if bad > 10 {
+		t.Errorf("... %d records in all not seen once (%d distinct values seen)", bad, len(seen))
+	}
+}
+
+// TestJobCommitWhoseAnswerIsLostIsNotProducedAgain: the job stops (a
+// revoke, SIGTERM) while a transaction's EndTxn(commit) is out; the
+// coordinator commits it, and the answer is lost with the job's context.
+// The worker's stop must not take the batch for aborted and flush it again
+// in a new transaction: read_committed consumers would see its rows twice.
+// When the abort that follows goes unanswered too, the group's offset
+// (read with require_stable) tells that the transaction committed.
+func TestJobCommitWhoseAnswerIsLostIsNotProducedAgain(t *testing.T) {
+	for _, abortLost := range []bool{false, true} {
+		t.Run(fmt.Sprintf("abort_lost=%v", abortLost), func(t *testing.T) { lostCommitJob(t, abortLost) })
+	}
+}
+
+func lostCommitJob(t *testing.T, abortLost bool) {
+	const n = 100
+	c := fakeCluster(t, kfake.SeedTopics(1, "logs", "out"))
+	produceN(t, c.ListenAddrs(), 0, n)
+	ctx, stop := context.WithTimeout(context.Background(), time.Minute)
+	defer stop()
+
+	// The first commit is held until the job's context ends, then taken:
+	// its answer goes to a client that no longer waits. Whatever else ends
+	// a transaction waits until the coordinator took that commit; with
+	// abortLost the abort then waits past the client's write_timeout.
+	var once sync.Once
+	taken := make(chan struct{})
+	c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Observe: true, Count: -1, Err: kerr.UnknownServerError, When: func(r kmsg.Request) bool {
+		if r.(*kmsg.EndTxnRequest).Commit {
+			once.Do(func() { close(taken) })
+		}
+		return false
+	}})
+	held, aborts := false, 0
+	c.ControlKey(int16(kmsg.EndTxn), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if r.(*kmsg.EndTxnRequest).Commit && !held {
+			held = true
+			stop()
+			c.SleepControl(func() { <-ctx.Done(); time.Sleep(100 * time.Millisecond) })
+			return nil, nil, false
+		}
+		if held {
+			c.SleepControl(func() { <-taken })
+		}
+		if !r.(*kmsg.EndTxnRequest).Commit && abortLost && aborts == 0 {
+			aborts++
+			c.SleepControl(func() { time.Sleep(1500 * time.Millisecond) })
+		}
+		return nil, nil, false
+	})
+
+	cfg := eosConfig(c.ListenAddrs(), "g", t.TempDir(), "out", 50)
+	cfg = strings.Replace(cfg, "transaction_timeout: 5s", "transaction_timeout: 5s, write_timeout: 1s", 1)
+	wait := startJob(t, ctx, cfg, Mode{})
+	if err := wait(); err != nil {
+		t.Logf("the stopped job: %v", err)
+	}
+	if !held {
+		t.Fatal("no commit was held")
+	}
+	runTestJob(t, eosConfig(c.ListenAddrs(), "g", t.TempDir(), "out", 50), Mode{UntilNow: true})
+	everyValueOnce(t, testkit.ReadCommitted(t, c.ListenAddrs(), "out", n), n)
+}
+
+// tableConfig is the sinks.iceberg entry of a table on a SQLite catalog and
+// a local warehouse in dir.
+func tableConfig(dir string) string {
+	return fmt.Sprintf("iceberg: {table: logs.raw, spool_dir: %q, catalog: {uri: %q, warehouse: %q}, file: {fsync: false}}, ",
+		filepath.Join(dir, "spool"), filepath.Join(dir, "catalog.db"), "file://"+filepath.Join(dir, "warehouse"))
+}
+
+// TestTableAndExactlyOnceKafkaWithoutFilesLoseNoBatch: with a table and
+// exactly_once Kafka and no files sink, the table commits a batch before
+// the transaction that writes it to Kafka. A stop between the two leaves
+// the table ahead of the Kafka output (whose position is the group's
+// offset, committed in the transaction); the next run must start where
+// the least advanced output stands, so the Kafka output gets the batch
+// (and the table skips it), instead of starting after the table and
+// losing it from Kafka.
+func TestTableAndExactlyOnceKafkaWithoutFilesLoseNoBatch(t *testing.T) {
+	const n = 200
+	c := fakeCluster(t, kfake.SeedTopics(1, "logs", "out"))
+	produceN(t, c.ListenAddrs(), 0, n)
+	dir := t.TempDir()
+	cfg := eosConfig(c.ListenAddrs(), "g", "", "out", 70)
+	cfg = strings.Replace(cfg, "sinks: {", "sinks: {"+tableConfig(dir), 1)
+
+	refused := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Count: -1, Err: kerr.UnknownServerError,
+		When: func(r kmsg.Request) bool { return r.(*kmsg.EndTxnRequest).Commit }})
+	ctx, stop := context.WithTimeout(context.Background(), 4*time.Second)
+	defer stop()
+	wait := startJob(t, ctx, strings.Replace(cfg, "run: ", "", 1)+"run: {shutdown_timeout: 1s}\n", Mode{})
+	if err := refused.Wait(ctx, 2); err != nil {
+		t.Fatalf("no commit was refused: %v", err)
+	}
+	stop()
+	if err := wait(); err != nil {
+		t.Logf("the stopped job: %v", err)
+	}
+	refused.Remove()
+
+	runTestJob(t, cfg, Mode{UntilNow: true})
+	everyValueOnce(t, testkit.ReadCommitted(t, c.ListenAddrs(), "out", n), n)
+}
+
+// TestKafkaOutputSkipsWhatItHolds: a partition starts at its least
+// advanced output; the exactly-once Kafka output, whose position is the
+// group's offset, leaves out the rows and dead letters before it.
+func TestKafkaOutputSkipsWhatItHolds(t *testing.T) {
+	w := &worker{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, o := range []int64{10, 11, 12, 13} {
+		w.batch.rows = append(w.batch.rows, sink.Row{o})
+		w.batch.sources = append(w.batch.sources, sink.Source{Offset: o})
+	}
+	w.batch.first = 10
+	w.batch.dead = []RejectedRecord{{Record: record.Record{Offset: 9}}, {Record: record.Record{Offset: 14}}}
+	for _, c := range []struct {
+		inKafka         int64
+		wantRows, wantD int
+	}{{-1, 4, 2}, {10, 4, 2}, {12, 2, 1}, {20, 0, 0}} {
+		w.inKafka = c.inKafka
+		rows, sources, dead := w.notInKafka()
+		if len(rows) != c.wantRows || len(sources) != c.wantRows || len(dead) != c.wantD {
+			t.Errorf("Kafka at %d: %d rows, %d sources, %d dead letters; want %d, %d, %d", c.inKafka, len(rows), len(sources), len(dead), c.wantRows, c.wantRows, c.wantD)
+		}
+		if c.wantRows > 0 && sources[0].Offset != max(10, c.inKafka) {
+			t.Errorf("Kafka at %d: the first row produced is of offset %d", c.inKafka, sources[0].Offset)
+		}
+	}
+	if len(w.batch.rows) != 4 || len(w.batch.dead) != 2 {
+		t.Errorf("the batch itself changed: %d rows, %d dead letters", len(w.batch.rows), len(w.batch.dead))
+	}
+}
+
+// TestMemberCommitsItsPartitionsInOneTransaction: with exactly_once a
+// member writes the batches its partitions have ready in one transaction
+// per commit cycle, not one per batch, and every record reaches
+// read_committed consumers once.
+func TestMemberCommitsItsPartitionsInOneTransaction(t *testing.T) {
+	const n, partitions = 1200, 12
+	c := fakeCluster(t, kfake.SeedTopics(partitions, "logs"), kfake.SeedTopics(1, "out"))
+	produceN(t, c.ListenAddrs(), 0, n)
+	commits := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Observe: true, Count: -1,
+		When: func(r kmsg.Request) bool { return r.(*kmsg.EndTxnRequest).Commit }})
+	cfg := eosConfig(c.ListenAddrs(), "g", "", "out", 25)
+	cfg = strings.Replace(cfg, "sinks: {", "sinks: {commit_interval: 300ms, ", 1)
+	stats, err := runTestJobStats(t, cfg, Mode{UntilNow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	everyValueOnce(t, testkit.ReadCommitted(t, c.ListenAddrs(), "out", n), n)
+	batches, txns := stats.Batches.Load(), int64(commits.Hits())
+	t.Logf("%d batches in %d transactions", batches, txns)
+	if batches < n/25 || txns*4 > batches {
+		t.Errorf("%d batches in %d transactions: want several partitions' batches per transaction", batches, txns)
+	}
+}
+
+// TestEveryRecordOnceWhateverStepAStopFalls: for each combination of
+// outputs with exactly-once Kafka, the job is stopped (a SIGTERM, a
+// revoke) right after each step of the commit protocol, the second time
+// a batch passes it, then run again to the end: every record is once in
+// the Kafka output under read_committed, the files tile the offsets with
+// no overlap, and the table's position is the end. In the "refused"
+// cases the brokers refuse the stopping job's commits (EndTxn, offset
+// commits), so its flush at the stop cannot finish, as after a crash.
+func TestEveryRecordOnceWhateverStepAStopFalls(t *testing.T) {
+	combos := []struct {
+		name         string
+		files, table bool
+	}{{"files+kafka", true, false}, {"table+kafka", false, true}, {"files+table+kafka", true, true}}
+	steps := []string{sink.FailMarked, sink.FailTableCommitted, sink.FailDelivered, sink.FailInTxn, sink.FailTxnEnding, sink.FailTxnCommitted}
+	for _, combo := range combos {
+		for _, step := range steps {
+			if step == sink.FailTableCommitted && !combo.table {
+				continue
+			}
+			for _, refused := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/refused=%v", combo.name, step, refused), func(t *testing.T) {
+					stopAtStep(t, combo.files, combo.table, step, refused)
+				})
+			}
+		}
+	}
+}
+
+func stopAtStep(t *testing.T, files, table bool, step string, refused bool) {
+	const n, partitions, maxRows = 120, 2, 30
+	c := fakeCluster(t, kfake.SeedTopics(partitions, "logs"), kfake.SeedTopics(1, "out"))
+	produceN(t, c.ListenAddrs(), 0, n)
+	dir, out := t.TempDir(), ""
+	if files {
+		out = filepath.Join(dir, "files")
+	}
+	cfg := eosConfig(c.ListenAddrs(), "g", out, "out", maxRows)
+	if table {
+		cfg = strings.Replace(cfg, "sinks: {", "sinks: {"+tableConfig(dir), 1)
+	}
+	ctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
+	defer stop()
+	stopped := make(chan struct{})
+	var refusals []*kfake.FaultHandle
+	defer sink.StopAt(step, 2, func() {
+		if refused {
+			refusals = append(refusals,
+				c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Count: -1, Err: kerr.UnknownServerError, When: func(r kmsg.Request) bool { return r.(*kmsg.EndTxnRequest).Commit }}),
+				c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit, kmsg.TxnOffsetCommit}, Count: -1, Err: kerr.UnknownServerError}))
+		}
+		stop()
+		close(stopped)
+	})()
+	wait := startJob(t, ctx, cfg+"run: {shutdown_timeout: 1s}\n", Mode{})
+	if err := wait(); err != nil {
+		t.Logf("the stopped job: %v", err)
+	}
+	select {
+	case <-stopped:
+	default:
+		t.Fatalf("the job never passed %s twice", step)
+	}
+	for _, f := range refusals {
+		f.Remove()
+	}
+	runTestJob(t, cfg, Mode{UntilNow: true})
+
+	everyValueOnce(t, testkit.ReadCommitted(t, c.ListenAddrs(), "out", n), n)
+	if files {
+		for p, end := range filesTile(t, out) {
+			if end != n/partitions {
+				t.Errorf("files of partition %d end at %d, want %d", p, end, n/partitions)
+			}
+		}
+	}
+	if table {
+		for p := range partitions {
+			if last := tableLast(t, dir, p); last != n/partitions-1 {
+				t.Errorf("the table holds partition %d up to %d, want %d", p, last, n/partitions-1)
+			}
+		}
+	}
+}
+
+// tableLast is the last offset of logs/partition the table of tableConfig(dir)
+// holds, -1 for none.
+func tableLast(t *testing.T, dir string, partition int) int64 {
+	t.Helper()
+	cfg := sink.Config{Iceberg: &sink.IcebergConfig{Table: "logs.raw", SpoolDir: filepath.Join(dir, "spool"),
+		Catalog: sink.IcebergCatalog{URI: filepath.Join(dir, "catalog.db"), Warehouse: "file://" + filepath.Join(dir, "warehouse")}}}
+	cfg.SetDefaults()
+	tbl, err := iceberg.New(context.Background(), cfg.Iceberg, &sink.Schema{Fields: []sink.Field{{Name: "n", Type: sink.Int64, Required: true}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Close()
+	p, ok, err := tbl.Position(context.Background(), "logs", partition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		return -1
+	}
+	return p.Last
+}
