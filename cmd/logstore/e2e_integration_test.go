@@ -428,7 +428,9 @@ func TestE2EGracefulStop(t *testing.T) {
 
 	var committed int64
 	for _, p := range groupOffsets(t, group, topic, partitions) {
-		if p.Metadata != "" {
+		// A commit of next carries its time ("at:…"); a cut mark is a batch
+		// in flight.
+		if strings.HasPrefix(p.Metadata, "cut:") {
 			t.Errorf("partition %d was left with a pending cut %q: the stop did not finish its batch", p.Partition, p.Metadata)
 		}
 		committed += max(p.CommittedOffset, 0)
