@@ -25,6 +25,12 @@ func chainTable(tb testing.TB, n int, withHead bool) *table.Table {
 	return chainTableWith(tb, n, extra)
 }
 
+// chainT0ms is the first snapshot's time in every chain this test binary
+// builds, after any chain's metadata's own last-updated: two chains of the
+// same length compare equal, times included (one taken from the clock per
+// chain differed by a millisecond when the clock ticked between them).
+var chainT0ms = time.Now().Add(time.Hour).UnixMilli()
+
 // chainTableWith is chainTable with the head and extra properties.
 func chainTableWith(tb testing.TB, n int, extra iceberg.Properties) *table.Table {
 	tb.Helper()
@@ -38,7 +44,7 @@ func chainTableWith(tb testing.TB, n int, extra iceberg.Properties) *table.Table
 		tb.Fatal(err)
 	}
 	props := iceberg.Properties{}
-	t0ms := time.Now().UnixMilli() + 1000 // after the metadata's own last-updated
+	t0ms := chainT0ms
 	var parent *int64
 	for i := int64(1); i <= int64(n); i++ {
 		part := int(i % 11)
