@@ -193,7 +193,9 @@ func poisonRecord(t *testing.T) []byte {
 // CHAOS_RECORDS, CHAOS_EVENTS, CHAOS_RATE (records/s per member),
 // CHAOS_FLOOD (malformed records in the flood), CHAOS_BUDGET (the members'
 // memory_budget, 16 MiB) and CHAOS_SEED size it;
-// CHAOS_LOGS=dir keeps every member process's log there;
+// CHAOS_PLAN replays a plan (kinds separated by commas, e.g. kill,kill);
+// CHAOS_LOGS=dir keeps every member process's log there; a stall prints
+// the coordinator's and the members' lines around it;
 // scripts/chaos/run.sh runs the long version. The disk-full fault mounts a
 // tmpfs and so needs root; other users run without it.
 func TestChaos(t *testing.T) {
@@ -217,6 +219,16 @@ func TestChaos(t *testing.T) {
 		kinds = slices.DeleteFunc(slices.Clone(kinds), func(k string) bool { return k == "disk-full" })
 	}
 	plan := chaosPlan(rng, events, kinds)
+	if fixed := os.Getenv("CHAOS_PLAN"); fixed != "" {
+		// A plan to replay, e.g. CHAOS_PLAN=kill,kill: the faults in this
+		// order, their moments and members still drawn from the seed.
+		plan = strings.Split(fixed, ",")
+		for _, ev := range plan {
+			if !slices.Contains(kinds, ev) {
+				t.Fatalf("CHAOS_PLAN: %q is not a fault this run can play; choose from %v", ev, kinds)
+			}
+		}
+	}
 	// Failpoints draw from a generator of their own: the plan and its
 	// timing stay what the seed made them before failpoints came.
 	failpoints := func() string { return "" }
@@ -314,8 +326,9 @@ func TestChaos(t *testing.T) {
 	stalls := watchStalls(t, group, topic, ends, faults)
 	pause := func(min, spread int) { time.Sleep(time.Duration(min+rng.IntN(spread)) * time.Millisecond) }
 	began, midRun := time.Now(), 0
-	var longest time.Duration // the longest fault
-	diskHits := 0             // members that met the full disk
+	var dropped sync.WaitGroup // until the killed members are out of the group
+	var longest time.Duration  // the longest fault
+	diskHits := 0              // members that met the full disk
 	for i, ev := range plan {
 		pause(500, 2500)
 		before := committedTotal(t, group, topic, partitions)
@@ -327,6 +340,14 @@ func TestChaos(t *testing.T) {
 		case "kill":
 			m := members[rng.IntN(len(members))]
 			m.stop(syscall.SIGKILL)
+			if id := memberID(m.output()); id != "" {
+				// The fault lasts while the dead member is in the group.
+				dropped.Add(1)
+				go func(from time.Time) {
+					defer dropped.Done()
+					faults.addUntil(from, func() { untilDropped(group, id, 2*time.Minute) })
+				}(faultBegan)
+			}
 			fp := failpoints()
 			m.startAt(fp)
 			ev += " " + m.rack
@@ -419,11 +440,13 @@ func TestChaos(t *testing.T) {
 			fired[name]++
 		}
 	}
+	dropped.Wait()
 	worst := stalls()
 	if worst.outside > stallSlack {
 		t.Errorf("partition %d stood still for %s with records to read (from %.1fs into the run), %s of it while no fault was under way: "+
 			"a partition may wait out a fault, not more (stallSlack %s)", worst.partition, worst.d.Round(time.Second), worst.at.Sub(began).Seconds(),
 			worst.outside.Round(time.Second), stallSlack)
+		t.Log(stallTimeline(t, group, worst, append(members, visitors...)))
 	}
 
 	t.Setenv("AWS_ENDPOINT_URL_S3", direct) // pyarrow reads the bucket itself

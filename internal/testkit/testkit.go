@@ -178,3 +178,13 @@ func StartIMDSMock(t *testing.T, zoneName, zoneID string) string {
 		}
 	}
 }
+
+// StateDir is where the scripts keep the services' state and logs:
+// $LOGSTORE_STATE, else <repo>/.state (scripts/lib.sh decides the same).
+func StateDir(t testing.TB) string {
+	t.Helper()
+	if dir := os.Getenv("LOGSTORE_STATE"); dir != "" {
+		return dir
+	}
+	return filepath.Join(RepoRoot(t), ".state")
+}
