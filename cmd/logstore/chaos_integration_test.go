@@ -41,6 +41,9 @@ type chaosMember struct {
 	// be started again when it ends.
 	stopping bool
 	fired    []string // the failpoints its processes killed themselves at
+	// killed is told of a process killed at a failpoint: its output and
+	// when it died.
+	killed func(output string, at time.Time)
 }
 
 func (m *chaosMember) start() { m.startAt("") }
@@ -81,6 +84,9 @@ func (m *chaosMember) spawn(fp string) error {
 		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 		if m.cmd == cmd && !m.stopping && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
 			m.fired = append(m.fired, fp)
+			if m.killed != nil {
+				m.killed(m.out.String(), time.Now())
+			}
 			if err := m.spawn(""); err != nil {
 				m.t.Errorf("restarting member %s after its failpoint %s: %v", m.rack, fp, err)
 			}
@@ -288,9 +294,22 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	faults := &faultWindows{}
+	// A killed member's fault lasts while the dead member is in the group:
+	// the coordinator's time (untilDropped), not the job's.
+	var dropped sync.WaitGroup
+	killed := func(output string, at time.Time) {
+		if id := memberID(output); id != "" {
+			dropped.Add(1)
+			go func() {
+				defer dropped.Done()
+				faults.addUntil(at, func() { untilDropped(group, id, 2*time.Minute) })
+			}()
+		}
+	}
 	var members []*chaosMember
 	for _, rack := range []string{"az-a", "az-b", "az-c"} {
-		m := &chaosMember{t: t, cfg: cfg, rack: rack}
+		m := &chaosMember{t: t, cfg: cfg, rack: rack, killed: killed}
 		m.start()
 		members = append(members, m)
 	}
@@ -322,13 +341,11 @@ func TestChaos(t *testing.T) {
 	for _, o := range odd.offsets {
 		ends[o.partition]++
 	}
-	faults := &faultWindows{}
 	stalls := watchStalls(t, group, topic, ends, faults)
 	pause := func(min, spread int) { time.Sleep(time.Duration(min+rng.IntN(spread)) * time.Millisecond) }
 	began, midRun := time.Now(), 0
-	var dropped sync.WaitGroup // until the killed members are out of the group
-	var longest time.Duration  // the longest fault
-	diskHits := 0              // members that met the full disk
+	var longest time.Duration // the longest fault
+	diskHits := 0             // members that met the full disk
 	for i, ev := range plan {
 		pause(500, 2500)
 		before := committedTotal(t, group, topic, partitions)
@@ -340,14 +357,7 @@ func TestChaos(t *testing.T) {
 		case "kill":
 			m := members[rng.IntN(len(members))]
 			m.stop(syscall.SIGKILL)
-			if id := memberID(m.output()); id != "" {
-				// The fault lasts while the dead member is in the group.
-				dropped.Add(1)
-				go func(from time.Time) {
-					defer dropped.Done()
-					faults.addUntil(from, func() { untilDropped(group, id, 2*time.Minute) })
-				}(faultBegan)
-			}
+			killed(m.output(), faultBegan)
 			fp := failpoints()
 			m.startAt(fp)
 			ev += " " + m.rack
