@@ -78,43 +78,8 @@ func e2eTopic(t *testing.T, partitions int) string {
 	t.Cleanup(func() {
 		_, _ = client.DeleteTopics(context.Background(), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
 	})
-	waitForTopic(t, topic, partitions)
+	testkit.WaitForTopic(t, topic, partitions)
 	return topic
-}
-
-// waitForTopic waits until every broker's metadata has topic with a
-// leader for each of its partitions: CreateTopics answers once the
-// controller made it, and a producer that asks a broker which has not
-// heard of it yet is told UNKNOWN_TOPIC_OR_PARTITION (seen on a loaded
-// machine right after a broker's restart).
-func waitForTopic(t *testing.T, topic string, partitions int) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		known := 0
-		for _, addr := range strings.Split(bootstrap, ",") {
-			c := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 5 * time.Second}
-			md, err := c.Metadata(context.Background(), &kafka.MetadataRequest{Topics: []string{topic}})
-			if err != nil || len(md.Topics) != 1 || md.Topics[0].Error != nil || len(md.Topics[0].Partitions) != partitions {
-				break
-			}
-			led := 0
-			for _, p := range md.Topics[0].Partitions {
-				if p.Error == nil && p.Leader.ID >= 0 && p.Leader.Host != "" {
-					led++
-				}
-			}
-			if led != partitions {
-				break
-			}
-			known++
-		}
-		if known == len(strings.Split(bootstrap, ",")) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("topic %s: not every broker knows its %d partitions and their leaders 30 s after it was made", topic, partitions)
-		}
-	}
 }
 
 // produceLogs writes n generated logs, record i to partition i%partitions,
