@@ -186,7 +186,7 @@ func decide(k Known) (Start, error) {
 		s := Start{Position: pos, By: whose, Commit: true, Warn: true, Reason: reason}
 		if reason == "" {
 			s.Warn = false
-			s.Reason = fmt.Sprintf("the pending cut is in the output whole (the %s hold %d-%d, the group's cut mark; its commit was not made); continuing after it", whose, g.Offset, g.Cut)
+			s.Reason = fmt.Sprintf("the pending cut is in the output whole (%s %d-%d, the group's cut mark; its commit was not made); continuing after it", holds(whose), g.Offset, g.Cut)
 		}
 		return s, nil
 	}
@@ -213,9 +213,9 @@ func decide(k Known) (Start, error) {
 	case g.Cut >= 0:
 		s.Reason = fmt.Sprintf("the group's cut mark: the batch %d-%d was cut and not confirmed; re-cutting it there", g.Offset, g.Cut)
 	case ok && rec.Next < g.Offset:
-		s.Reason = fmt.Sprintf("the group's committed offset; the %s hold up to %d (the batches after it wrote nothing there)", whose, rec.Last)
+		s.Reason = fmt.Sprintf("the group's committed offset; %s up to %d (the batches after it wrote nothing there)", holds(whose), rec.Last)
 	case ok:
-		s.Reason = fmt.Sprintf("the group's committed offset; the %s hold up to %d", whose, rec.Last)
+		s.Reason = fmt.Sprintf("the group's committed offset; %s up to %d", holds(whose), rec.Last)
 	default:
 		s.Reason = "the group's committed offset"
 	}
@@ -253,8 +253,16 @@ func reconcile(group Position, out Record, ok bool, whose string) (pos Position,
 	case group.Cut >= 0 && out.First == group.Offset && out.Next == group.Cut+1:
 		return pos, "" // the pending cut was written whole; its commit was not
 	}
-	return pos, fmt.Sprintf("the %s hold up to %d; the group's committed offset %d is behind it: following the output so no record is written twice "+
-		"(to read again on purpose, run a backfill with --from/--to)", whose, out.Last, group.Offset)
+	return pos, fmt.Sprintf("%s up to %d; the group's committed offset %d is behind it: following the output so no record is written twice "+
+		"(to read again on purpose, run a backfill with --from/--to)", holds(whose), out.Last, group.Offset)
+}
+
+// holds is the output's name with its verb.
+func holds(whose string) string {
+	if whose == "table" {
+		return "the table holds"
+	}
+	return "the files hold"
 }
 
 // checkCutLayout stops a re-cut whose mark names its layout by fingerprint

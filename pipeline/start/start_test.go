@@ -82,7 +82,7 @@ func TestDecide(t *testing.T) {
 
 		// The table, alone and beside exactly-once Kafka.
 		{name: "the table ahead of the group", k: Known{Group: at(1100, -1), Table: files(1100, 1199, 1200)},
-			want: at(1200, -1), by: "table", commit: true, warn: true, inKafka: -1, reason: []string{"the table hold up to 1199", "group's committed offset 1100 is behind"}},
+			want: at(1200, -1), by: "table", commit: true, warn: true, inKafka: -1, reason: []string{"the table holds up to 1199", "group's committed offset 1100 is behind"}},
 		{name: "the table ahead of the Kafka output: the least advanced decides", k: Known{Group: at(1100, -1), Table: files(1100, 1199, 1200), Transactions: true},
 			want: at(1100, -1), by: "group", inKafka: 1100, reason: []string{"the table holds up to 1199", "group's offset 1100", "behind it", "the table skips"}},
 		{name: "the table's pending cut committed, the transaction not", k: Known{Group: at(1100, 1199), Table: files(1100, 1199, 1200), Transactions: true},
