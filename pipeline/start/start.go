@@ -73,8 +73,10 @@ type Known struct {
 	// Files is the files' resume record, written once every output holds
 	// a batch; nil when there is no files output or it holds no record.
 	Files *Record
-	// Table is the table's last batch, weighed when there is no files
-	// output (it records where one output stands, the table's own).
+	// Table is the table's last batch, for a job without files: it stands
+	// in for the files' record, but says where one output stands, the
+	// table's own. Beside Files it is not weighed (the files' record is
+	// every output's, the table's included).
 	Table *Record
 	// Transactions says the group's offset is the exactly-once Kafka
 	// output's own position, committed in the transactions that wrote it.
