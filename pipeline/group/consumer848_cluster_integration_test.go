@@ -255,3 +255,22 @@ func TestConsumerProtocolMemberFollowsAClusterThatMoves(t *testing.T) {
 	default:
 	}
 }
+
+// TestConsumerProtocolCoordinatorSeesTheMembersRack: the rack a member
+// joins with reaches the real coordinator (ConsumerGroupHeartbeat's
+// RackId, as ConsumerGroupDescribe reports it), which hands it to the
+// broker-side assignor: what a rack-aware assignor needs from the member.
+// (Kafka 4.4's uniform and range assignors receive it and do not use it,
+// KAFKA-19387; warnRackBlind says what that costs.)
+func TestConsumerProtocolCoordinatorSeesTheMembersRack(t *testing.T) {
+	_, cfg := consumerGroupOn(t, 2)
+	cfg.Rack = "az-b"
+	m := clusterMember(t, cfg, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
+	h := &slowHandler{}
+	runMember(t, m, h)
+	waitHeld(t, h, 2, 30*time.Second)
+	member := describeMember(t, adminClient(t), cfg.Group)
+	if member.RackID == nil || *member.RackID != "az-b" {
+		t.Errorf("the coordinator has rack %v for the member; want az-b", member.RackID)
+	}
+}
