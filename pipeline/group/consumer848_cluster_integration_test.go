@@ -229,8 +229,8 @@ func TestConsumerProtocolMemberFollowsAClusterThatMoves(t *testing.T) {
 	m := clusterMember(t, cfg, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
 	m.cfg.Brokers = []string{name.name + ":9092"}
 	m.cfg.Dialer.Resolver = name
-	m.coord.seeds, m.coord.dialer = m.cfg.Brokers, m.cfg.Dialer
-	m.commit.seeds, m.commit.dialer = m.cfg.Brokers, m.cfg.Dialer
+	m.coord = newCoordinator(m.cfg.Dialer, m.cfg.Brokers, m.cfg.Group)
+	m.commit = newCoordinator(m.cfg.Dialer, m.cfg.Brokers, m.cfg.Group)
 	h := &slowHandler{}
 	done := runMember(t, m, h)
 	waitHeld(t, h, 2, 30*time.Second)

@@ -100,7 +100,7 @@ func (e fatalError) Unwrap() error { return e.err }
 // Member is one consumer group member on the classic protocol.
 type Member struct {
 	cfg   Config
-	coord coordinator
+	coord *coordinator
 	log   *slog.Logger
 
 	current
@@ -121,7 +121,7 @@ func New(cfg Config) *Member {
 	}
 	return &Member{
 		cfg:     cfg,
-		coord:   coordinator{dialer: cfg.Dialer, seeds: cfg.Brokers, group: cfg.Group},
+		coord:   newCoordinator(cfg.Dialer, cfg.Brokers, cfg.Group),
 		log:     log.With("group", cfg.Group),
 		current: newCurrent(""),
 		eager:   true, // until a cooperative generation: owning nothing, nothing to let go of
@@ -138,7 +138,7 @@ func New(cfg Config) *Member {
 // rebalance. Run returns nil when ctx ended, and an error only when
 // joining again cannot help (ErrFencedInstance, a refused configuration).
 func (m *Member) Run(ctx context.Context, h Handler) error {
-	defer m.coord.reset()
+	defer m.coord.Reset()
 	owned := Assignment{}
 	backoff := retryBackoff
 	for {
@@ -269,7 +269,7 @@ func (m *Member) stop(h Handler, owned Assignment, beats *beater) error {
 	// static member is named by its instance id too (KIP-345): the
 	// coordinator removes it only when both match.
 	leaving := leavegroup.RequestMember{MemberID: id, GroupInstanceID: m.cfg.InstanceID}
-	body, err := m.coord.raw(ctx, 3, &leavegroup.Request{GroupID: m.cfg.Group, Members: []leavegroup.RequestMember{leaving}})
+	body, err := m.coord.RequestRaw(ctx, 3, &leavegroup.Request{GroupID: m.cfg.Group, Members: []leavegroup.RequestMember{leaving}})
 	if err == nil {
 		err = m.coord.answered(wire.ErrorCode(body))
 	}
@@ -327,7 +327,7 @@ func (m *Member) join(ctx context.Context, owned, had Assignment) (Generation, e
 		// The coordinator holds JoinGroup until every member joined, up to
 		// the rebalance timeout.
 		jctx, cancel := context.WithTimeout(ctx, m.cfg.RebalanceTimeout+5*time.Second)
-		msg, err := m.coord.request(jctx, req)
+		msg, err := m.coord.Request(jctx, req)
 		cancel()
 		if err != nil {
 			return Generation{}, fmt.Errorf("JoinGroup: %w", err)
@@ -386,7 +386,7 @@ func (m *Member) sync(ctx context.Context, joined *joingroup.Response) (Generati
 	// The coordinator holds the followers' SyncGroup until the leader's.
 	sctx, cancel := context.WithTimeout(ctx, m.cfg.RebalanceTimeout+5*time.Second)
 	defer cancel()
-	msg, err := m.coord.request(sctx, req)
+	msg, err := m.coord.Request(sctx, req)
 	if err != nil {
 		return Generation{}, fmt.Errorf("SyncGroup: %w", err)
 	}
@@ -548,7 +548,7 @@ func (m *Member) heartbeat(g Generation) *beater {
 			case <-tick.C:
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), min(m.cfg.SessionTimeout, heartbeatTimeout))
-			body, err := m.coord.raw(ctx, 3, &heartbeat.Request{GroupID: m.cfg.Group, GenerationID: g.ID, MemberID: g.MemberID, GroupInstanceID: m.cfg.InstanceID})
+			body, err := m.coord.RequestRaw(ctx, 3, &heartbeat.Request{GroupID: m.cfg.Group, GenerationID: g.ID, MemberID: g.MemberID, GroupInstanceID: m.cfg.InstanceID})
 			cancel()
 			if err == nil {
 				err = m.coord.answered(wire.ErrorCode(body))
