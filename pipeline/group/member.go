@@ -16,7 +16,7 @@ import (
 	"github.com/segmentio/kafka-go/protocol/syncgroup"
 
 	"github.com/logstore/logstore/internal/clock"
-
+	"github.com/logstore/logstore/internal/kafka/conn"
 	"github.com/logstore/logstore/pipeline/group/wire"
 )
 
@@ -140,7 +140,7 @@ func New(cfg Config) *Member {
 func (m *Member) Run(ctx context.Context, h Handler) error {
 	defer m.coord.Reset()
 	owned := Assignment{}
-	backoff := retryBackoff
+	backoff := conn.Backoff{Min: retryBackoff, Max: maxRetryBackoff}
 	for {
 		if ctx.Err() != nil {
 			return m.stop(h, owned, nil)
@@ -166,19 +166,19 @@ func (m *Member) Run(ctx context.Context, h Handler) error {
 				m.lose(h, owned, err)
 				owned = Assignment{}
 			}
+			wait := backoff.Next()
 			if errors.Is(err, kafka.RebalanceInProgress) {
 				// Members starting together: the protocol at work, not a failure.
-				m.log.Info("the group is rebalancing (a member joined or left); joining again", "err", err, "backoff", backoff)
+				m.log.Info("the group is rebalancing (a member joined or left); joining again", "err", err, "backoff", wait)
 			} else {
-				m.log.Warn("joining the group failed; joining again", "err", err, "backoff", backoff)
+				m.log.Warn("joining the group failed; joining again", "err", err, "backoff", wait)
 			}
-			if !clock.Sleep(ctx, backoff) {
+			if !clock.Sleep(ctx, wait) {
 				return m.stop(h, owned, nil)
 			}
-			backoff = min(2*backoff, maxRetryBackoff)
 			continue
 		}
-		backoff = retryBackoff
+		backoff.Reset()
 		g.Revoked = owned.Minus(g.Assigned)
 		g.Added = g.Assigned.Minus(owned)
 		g.Moved = prev.Minus(g.Assigned).Count() + g.Assigned.Minus(prev).Count()

@@ -33,7 +33,7 @@ func (p *Producer) StableOffsets(ctx context.Context, group string, topics map[s
 	c := p.coordinator(conn.Group, group)
 	defer c.Reset()
 	req := stableOffsetsRequest(group, topics)
-	wait := 50 * time.Millisecond
+	backoff := conn.Backoff{Min: 50 * time.Millisecond, Max: time.Second}
 	var waitedFrom time.Time
 	for {
 		res, err := p.fetchStable(ctx, c, req)
@@ -64,9 +64,8 @@ func (p *Producer) StableOffsets(ctx context.Context, group string, topics map[s
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("committed offsets of group %s: %w (last: %v)", group, ctx.Err(), err)
-		case <-time.After(wait):
+		case <-time.After(backoff.Next()):
 		}
-		wait = min(2*wait, time.Second)
 	}
 }
 
