@@ -385,22 +385,17 @@ func (c *Conn) within(ctx context.Context, do func() error) error {
 
 // Version is the version Request sends key at; -1 when the broker does not
 // serve key.
-func (c *Conn) Version(key protocol.ApiKey) int16 {
-	v, ok := c.versions[key]
-	if !ok {
-		return -1
-	}
-	return v
-}
+func (c *Conn) Version(key protocol.ApiKey) int16 { return versionOf(c.versions, key) }
 
 // BrokerMax is the highest version of key the broker speaks, whatever
 // kafka-go does; -1 when it does not serve key.
-func (c *Conn) BrokerMax(key protocol.ApiKey) int16 {
-	v, ok := c.brokerMax[key]
-	if !ok {
-		return -1
+func (c *Conn) BrokerMax(key protocol.ApiKey) int16 { return versionOf(c.brokerMax, key) }
+
+func versionOf(versions map[protocol.ApiKey]int16, key protocol.ApiKey) int16 {
+	if v, ok := versions[key]; ok {
+		return v
 	}
-	return v
+	return -1
 }
 
 // Addr is the broker's host:port, as dialled.
