@@ -15,8 +15,8 @@ import (
 	"github.com/segmentio/kafka-go/sasl/scram"
 
 	"github.com/logstore/logstore/internal/confkey"
+	"github.com/logstore/logstore/internal/kafka/conn"
 	"github.com/logstore/logstore/internal/mskiam"
-	"github.com/logstore/logstore/pipeline/fetch"
 )
 
 // Clients holds the ways this job talks to the input cluster; every one of them
@@ -67,7 +67,7 @@ func NewClients(ctx context.Context, k InputConfig) (*Clients, error) {
 		// connections would outlive a session with a lifetime (KIP-368) and
 		// fail at their next request. Dial them through the session layer,
 		// which does TLS and SASL and renews the session in place.
-		transport.Dial = fetch.SessionDial(dialer)
+		transport.Dial = conn.SessionDial(dialer)
 		transport.TLS, transport.SASL = nil, nil
 	}
 	return &Clients{

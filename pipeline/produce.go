@@ -9,19 +9,19 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/logstore/logstore/internal/kafka/conn"
 	"github.com/logstore/logstore/internal/kafka/producer"
-	"github.com/logstore/logstore/pipeline/fetch"
 	"github.com/logstore/logstore/sink"
 )
 
-// produceDial is how producers reach the cluster: the fetch client's
-// session dial, so they carry the same TLS and SASL as the readers and
+// produceDial is how producers reach the cluster: the session dial of
+// package conn, so they carry the same TLS and SASL as the readers and
 // renew SASL sessions in place (KIP-368).
 func (c *Clients) produceDial() producer.DialFunc {
 	if c.Dialer == nil {
 		return nil
 	}
-	return producer.DialFunc(fetch.SessionDial(c.Dialer))
+	return producer.DialFunc(conn.SessionDial(c.Dialer))
 }
 
 // newProducer makes a producer to the input cluster; cfg gives the rest.

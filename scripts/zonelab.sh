@@ -71,6 +71,9 @@
 #                         event (20)
 #   ZONELAB_CHURN_SETTLE  seconds between its events (20)
 #   ZONELAB_CHURN_DOWN    seconds its restarted member stays down (5)
+#   ZONELAB_GROUP_PROTOCOL  the members' kafka.group_protocol when `run` is
+#                         given no --group-protocol: classic (the default)
+#                         or consumer (KIP-848), so `make zones` can choose
 #   ZONELAB_PRODUCE_PHASES  --produce: the phases to run, comma-separated,
 #                         logstore-read-only first (the baseline); all five
 #                         by default (see zonelab-produce.sh)
@@ -444,7 +447,7 @@ wait_members() {
 }
 
 cmd_run() {
-	local records="" per_zone=4 rf=3 members=az-a,az-b,az-c restart=0 out="" produce_out=0 churn=0 protocol=classic
+	local records="" per_zone=4 rf=3 members=az-a,az-b,az-c restart=0 out="" produce_out=0 churn=0 protocol=${ZONELAB_GROUP_PROTOCOL:-classic}
 	while (($#)); do
 		case $1 in
 		--records) records=$2 && shift ;;
@@ -460,7 +463,7 @@ cmd_run() {
 		esac
 		shift
 	done
-	[[ $protocol == classic || $protocol == consumer ]] || die "run: --group-protocol is classic or consumer, not '$protocol'"
+	[[ $protocol == classic || $protocol == consumer ]] || die "run: --group-protocol (or ZONELAB_GROUP_PROTOCOL) is classic or consumer, not '$protocol'"
 	((!churn || (!restart && !produce_out))) || die "run: --churn goes without --restart and --produce"
 	((!churn)) || [[ $members == az-a,az-b,az-c ]] || die "run: --churn runs its own members (one per zone, then a fourth in az-a)"
 	# A restart or churn run produces until it is stopped; this is only
@@ -549,21 +552,21 @@ cmd_run() {
 	if ((churn)); then
 		report_churn "$dir" "$records" "$parts" "$rf" "$protocol" "$topic"
 	else
-		report "$dir" "$records" "$parts" "$rf" "$restart" "$topic"
+		report "$dir" "$records" "$parts" "$rf" "$restart" "$topic" "$protocol"
 	fi
 	kafka_tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$(bootstrap)" \
 		--delete --topic "$topic" >/dev/null 2>&1 || true
 	unset 'EXIT_HOOKS[-1]'
 }
 
-# report DIR RECORDS PARTITIONS RF RESTART TOPIC: the tables, and
+# report DIR RECORDS PARTITIONS RF RESTART TOPIC PROTOCOL: the tables, and
 # DIR/result.json for tests.
 report() {
 	"$ARROW_PY" - "$@" <<-'PY'
 		import json, os, re, sys
 		sys.path.insert(0, os.path.join(os.environ["LOGSTORE_ROOT"], "scripts"))
 		import zonelab_samples
-		d, n, parts, rf, restart, topic = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1", sys.argv[6]
+		d, n, parts, rf, restart, topic, protocol = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1", sys.argv[6], sys.argv[7]
 		zones = ["az-a", "az-b", "az-c"]
 		kernel = {}
 		for line in open(os.path.join(d, "kernel.txt")):
@@ -591,7 +594,7 @@ report() {
 		    for p, c in want.items())
 		rows = []
 		tot_same = tot_cross = 0
-		print(f"\nzone lab: {n:,} records, {parts} partitions, RF {rf}, leaders {open(os.path.join(d, 'leaders.txt')).read().strip()}")
+		print(f"\nzone lab: group_protocol {protocol}, {n:,} records, {parts} partitions, RF {rf}, leaders {open(os.path.join(d, 'leaders.txt')).read().strip()}")
 		print("\n| zone | members | kernel: from az-a | from az-b | from az-c | same-zone | cross-zone | cross % | logstore: same-rack | cross-rack | cross % |")
 		print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for z in zones:
@@ -617,7 +620,7 @@ report() {
 		plan = json.load(open(os.path.join(d, "plan.json")))
 		print(f"planner (logstore plan on this topic and these members): {plan['local']} of {plan['total']} partitions can be read"
 		      f" in the member's own zone ({100 * plan['local'] / plan['total']:.0f} %); the kernel saw {100 * (1 - share):.1f} % of bytes stay in zone")
-		result = {"records": n, "partitions": parts, "rf": rf, "topic": topic, "zones": rows, "members": members,
+		result = {"protocol": protocol, "records": n, "partitions": parts, "rf": rf, "topic": topic, "zones": rows, "members": members,
 		          "kernel": kernel, "kernel_same": tot_same, "kernel_cross": tot_cross, "kernel_cross_share": share,
 		          "exactly_once": once, "verify": verify, "plan_local": plan["local"], "plan_total": plan["total"]}
 		if restart:

@@ -34,11 +34,10 @@
 // INVALID_FETCH_SESSION_EPOCH) starts over with a full Fetch at once; a
 // broker out of session slots is fetched from without one.
 //
-// Every connection renews its SASL session in place before it expires
-// (KIP-368), and one that fails at once after a broker restart is dialled
-// again before the broker counts as failed. Stats counts every fetched byte
-// by broker rack, every Fetch request and every connection opened.
-// SessionDial lends the same session renewal to kafka-go's connections
-// (the Transport's Dial), and Conn the same connections to the group
-// member (pipeline/group).
+// Its connections are internal/kafka/conn's, as the group member's and
+// the producer's are: each renews its SASL session in place before it
+// expires (KIP-368), and one that fails at once after a broker restart is
+// dialled again before the broker counts as failed. Stats counts every
+// fetched byte by broker rack, every Fetch request and every connection
+// opened.
 package fetch

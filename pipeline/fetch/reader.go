@@ -19,6 +19,8 @@ import (
 
 	"github.com/logstore/logstore/internal/clock"
 	"github.com/logstore/logstore/pipeline/record"
+
+	"github.com/logstore/logstore/internal/kafka/conn"
 )
 
 // Isolation levels of ReaderConfig.Isolation.
@@ -185,7 +187,7 @@ type PartitionReader struct {
 	replica         int32
 	replicaUntil    time.Time
 	leaderOnlyUntil time.Time
-	backoff         replicaBackoff
+	backoff         conn.Backoff // the preferred read replica's; see DefaultReplicaBackoff
 
 	failingSince time.Time
 	attempt      int
@@ -245,7 +247,7 @@ func NewPartitionReader(cfg ReaderConfig) *PartitionReader {
 		offset:    kafka.FirstOffset,
 		lastEpoch: -1,
 		replica:   -1,
-		backoff:   replicaBackoff{first: cfg.ReplicaBackoff, max: cfg.ReplicaBackoffMax},
+		backoff:   conn.Backoff{Min: cfg.ReplicaBackoff, Max: cfg.ReplicaBackoffMax},
 	}
 }
 
@@ -425,7 +427,7 @@ func (r *PartitionReader) Fetch(ctx context.Context) (msgs []record.Record, high
 			}
 			r.failingSince, r.attempt, r.epochMisses = time.Time{}, 0, 0
 			if broker != r.part.Leader {
-				r.backoff.served()
+				r.backoff.Reset()
 			}
 			if next > r.offset {
 				r.offset = next
@@ -505,7 +507,7 @@ func (r *PartitionReader) follow(ctx context.Context, id int32) {
 	}
 	n, ok := r.pool.node(id)
 	if !ok {
-		wait := r.backoff.failed()
+		wait := r.backoff.Next()
 		r.log.Warn("leader named a preferred read replica missing from metadata; reading from the leader", "replica", id, "for", wait)
 		r.leaderOnlyUntil = time.Now().Add(wait)
 		return
@@ -522,7 +524,7 @@ func (r *PartitionReader) follow(ctx context.Context, id int32) {
 // asked with the rack again soon after, so the reader is local again within
 // seconds of a restarted broker catching up.
 func (r *PartitionReader) fallBack(replica int32, why error) {
-	wait := r.backoff.failed()
+	wait := r.backoff.Next()
 	r.log.Warn("preferred read replica failed; reading from the leader", "replica", replica, "leader", r.part.Leader, "for", wait, "err", why)
 	r.replica = -1
 	r.leaderOnlyUntil = time.Now().Add(wait)

@@ -12,6 +12,8 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol"
 	"github.com/segmentio/kafka-go/protocol/fetch"
+
+	"github.com/logstore/logstore/internal/kafka/conn"
 )
 
 const (
@@ -112,7 +114,7 @@ type fetchSession struct {
 	wake chan struct{}
 
 	// Owned by run.
-	conn      *brokerConn
+	conn      *conn.Conn
 	id, epoch int32 // epoch -1: sessions off, every Fetch is a full one
 	parts     map[topicPartition]sessionPartition
 	rounds    int
@@ -224,7 +226,7 @@ func (s *fetchSession) take() (batch map[topicPartition]*fetchWant, busy bool) {
 func (s *fetchSession) run() {
 	defer func() {
 		if s.conn != nil {
-			s.conn.close()
+			s.conn.Close()
 		}
 	}()
 	idle := time.NewTimer(sessionIdle)
@@ -509,7 +511,7 @@ func (s *fetchSession) reset() {
 
 // send sends req over the session's connection, dialling it if needed; a
 // connection that outlived its broker process is dialled again once
-// (staleConn). The request's session fields stay as they are: a broker
+// (conn.Stale). The request's session fields stay as they are: a broker
 // that lost the session says so, and round starts a new one.
 func (s *fetchSession) send(req *fetch.Request) (int16, *fetchBody, error) {
 	ctx, cancel := context.WithTimeout(s.c.ctx, s.c.cfg.MaxWait+requestTimeout)
@@ -521,18 +523,18 @@ func (s *fetchSession) send(req *fetch.Request) (int16, *fetchBody, error) {
 				return 0, nil, s.closedOr(err)
 			}
 			if err := s.checkVersion(c); err != nil {
-				c.close()
+				c.Close()
 				return 0, nil, err
 			}
 			s.conn = c
 		}
 		c := s.conn
-		if c.versions[protocol.Fetch] < 7 && s.epoch >= 0 {
+		if c.Version(protocol.Fetch) < 7 && s.epoch >= 0 {
 			s.reset()
 			s.epoch = -1 // a broker before Kafka 1.1 has no fetch sessions
 		}
 		var body *fetchBody
-		version, _, reused, err := c.fetch(ctx, req, func(n int) []byte {
+		version, _, reused, err := c.RequestInto(ctx, req, func(n int) []byte {
 			body = getFetchBody(n)
 			return body.buf
 		})
@@ -540,8 +542,8 @@ func (s *fetchSession) send(req *fetch.Request) (int16, *fetchBody, error) {
 			return version, body, nil
 		}
 		s.conn = nil
-		c.close()
-		if attempt > 0 || ctx.Err() != nil || !staleConn(reused, err) {
+		c.Close()
+		if attempt > 0 || ctx.Err() != nil || !conn.Stale(reused, err) {
 			return 0, nil, s.closedOr(err)
 		}
 		s.c.log.Info("pooled connection is stale (the broker restarted?); dialling again", "broker", s.key.broker, "err", err)
@@ -557,8 +559,8 @@ func (s *fetchSession) closedOr(err error) error {
 
 // checkVersion refuses brokers below Fetch v4 and warns once, for a session
 // that sends a rack, about brokers below v11 (no follower fetching).
-func (s *fetchSession) checkVersion(c *brokerConn) error {
-	version := c.versions[protocol.Fetch]
+func (s *fetchSession) checkVersion(c *conn.Conn) error {
+	version := c.Version(protocol.Fetch)
 	if version < 4 {
 		return fmt.Errorf("%w: broker %d speaks Fetch up to v%d; logstore needs v4 (Kafka 0.11) or later", errBadResponse, s.key.broker, version)
 	}

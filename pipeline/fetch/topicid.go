@@ -2,15 +2,14 @@ package fetch
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"io"
 
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol"
-	"github.com/segmentio/kafka-go/protocol/apiversions"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logstore/logstore/internal/kafka/conn"
 )
 
 // topicIDVersion is the Metadata version asked for a topic's id: v10
@@ -32,37 +31,23 @@ func (c *Client) TopicID(ctx context.Context, topic string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	conn, err := c.pool.conn(ctx, st.Leader)
+	bc, err := c.pool.conn(ctx, st.Leader)
 	if err != nil {
 		return "", err
 	}
-	id, err := conn.topicID(ctx, topic)
+	id, err := topicID(ctx, bc, topic)
 	if err != nil {
-		c.pool.drop(st.Leader, conn)
+		c.pool.drop(st.Leader, bc)
 		return "", fmt.Errorf("topic id of %s from broker %d: %w", topic, st.Leader, err)
 	}
 	return id, nil
 }
 
 // topicID asks for the topic's metadata at the highest version both sides
-// speak, from v10 up; the broker's own highest version is asked first
-// (the connection's negotiated one is capped by kafka-go's).
-func (c *brokerConn) topicID(ctx context.Context, topic string) (string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.reauthenticateIfDue(ctx); err != nil {
-		return "", err
-	}
-	msg, err := c.roundTrip(ctx, &apiversions.Request{})
-	if err != nil {
-		return "", err
-	}
-	version := int16(-1)
-	for _, k := range msg.(*apiversions.Response).ApiKeys {
-		if protocol.ApiKey(k.ApiKey) == protocol.Metadata {
-			version = min(k.MaxVersion, topicIDVersion)
-		}
-	}
+// speak, from v10 up (the connection's negotiated one is capped by
+// kafka-go's, which stops at v8).
+func topicID(ctx context.Context, c *conn.Conn, topic string) (string, error) {
+	version := min(c.BrokerMax(protocol.Metadata), topicIDVersion)
 	if version < 10 {
 		return "", nil
 	}
@@ -71,35 +56,13 @@ func (c *brokerConn) topicID(ctx context.Context, topic string) (string, error) 
 	t := kmsg.NewMetadataRequestTopic()
 	t.Topic = kmsg.StringPtr(topic)
 	req.Topics = []kmsg.MetadataRequestTopic{t}
-	var body []byte
-	err = c.within(ctx, func() error {
-		c.nextID++
-		out := kmsg.NewRequestFormatter(kmsg.FormatterClientID(c.clientID)).AppendRequest(nil, req, c.nextID)
-		if _, err := c.pc.Write(out); err != nil {
-			return err
-		}
-		var head [8]byte
-		if _, err := io.ReadFull(c.pc, head[:]); err != nil {
-			return err
-		}
-		size := int32(binary.BigEndian.Uint32(head[:4]))
-		if got := int32(binary.BigEndian.Uint32(head[4:])); size < 4 || got != c.nextID {
-			return fmt.Errorf("metadata v%d: a response of %d bytes with correlation id %d, want %d", version, size, got, c.nextID)
-		}
-		body = make([]byte, size-4)
-		_, err := io.ReadFull(c.pc, body)
-		return err
-	})
+	body, err := c.Kmsg(ctx, req)
 	if err != nil {
 		return "", err
 	}
-	// A flexible response header ends in tagged fields: none are defined.
-	if len(body) == 0 || body[0] != 0 {
-		return "", fmt.Errorf("metadata v%d: a response header with tagged fields", version)
-	}
 	res := kmsg.NewPtrMetadataResponse()
 	res.Version = version
-	if err := res.ReadFrom(body[1:]); err != nil {
+	if err := res.ReadFrom(body); err != nil {
 		return "", fmt.Errorf("metadata v%d: %w", version, err)
 	}
 	for _, rt := range res.Topics {

@@ -61,7 +61,7 @@ func (p *brokerPool) epochEnd(ctx context.Context, st partitionState, topic stri
 	if err != nil {
 		return 0, err
 	}
-	if c.versions[protocol.OffsetForLeaderEpoch] < 2 {
+	if c.Version(protocol.OffsetForLeaderEpoch) < 2 {
 		return -1, nil // a broker before Kafka 2.1: no check, as before KIP-320
 	}
 	msg, _, err := p.call(ctx, st.Leader, &epochEndRequest{

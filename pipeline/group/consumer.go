@@ -67,8 +67,8 @@ type ConsumerConfig struct {
 // member joins.
 type ConsumerMember struct {
 	cfg    ConsumerConfig
-	coord  coordinator // heartbeats
-	commit coordinator // offset commits, so they never wait behind a heartbeat
+	coord  *coordinator // heartbeats
+	commit *coordinator // offset commits, so they never wait behind a heartbeat
 	log    *slog.Logger
 	id     string // made by the member (KIP-1082), kept for its life
 
@@ -97,8 +97,8 @@ func NewConsumer(cfg ConsumerConfig) *ConsumerMember {
 	id := base64.RawURLEncoding.EncodeToString(raw[:])
 	return &ConsumerMember{
 		cfg:        cfg,
-		coord:      coordinator{dialer: cfg.Dialer, seeds: cfg.Brokers, group: cfg.Group},
-		commit:     coordinator{dialer: cfg.Dialer, seeds: cfg.Brokers, group: cfg.Group},
+		coord:      newCoordinator(cfg.Dialer, cfg.Brokers, cfg.Group),
+		commit:     newCoordinator(cfg.Dialer, cfg.Brokers, cfg.Group),
 		log:        log.With("group", cfg.Group, "group_protocol", "consumer"),
 		id:         id,
 		current:    newCurrent(id),
@@ -118,7 +118,7 @@ func (m *ConsumerMember) setEpoch(epoch int32) { m.set(epoch, m.id) }
 func (m *ConsumerMember) Commit(ctx context.Context, epoch int32, topic string, partition int, offset int64, metadata string) error {
 	req := wire.OffsetCommit{Group: m.cfg.Group, MemberID: m.id, InstanceID: m.cfg.InstanceID, Epoch: epoch,
 		Topic: topic, Partition: int32(partition), Offset: offset, Metadata: metadata}
-	body, err := m.commit.exchange(ctx, wire.APIOffsetCommit, wire.OffsetCommitMemberVersion, true, req.Encode())
+	body, err := m.commit.Exchange(ctx, wire.APIOffsetCommit, wire.OffsetCommitMemberVersion, true, req.Encode())
 	if err != nil {
 		return err
 	}
@@ -127,7 +127,7 @@ func (m *ConsumerMember) Commit(ctx context.Context, epoch int32, topic string, 
 		return fmt.Errorf("OffsetCommit v9 answer: %w", err)
 	}
 	if conn.Moved(kafka.Error(code)) {
-		m.commit.reset()
+		m.commit.Reset()
 	}
 	return brokerError(code, "")
 }
@@ -140,8 +140,8 @@ func (m *ConsumerMember) Commit(ctx context.Context, epoch int32, topic string, 
 // returns nil when ctx ended, and an error only when joining again cannot
 // help.
 func (m *ConsumerMember) Run(ctx context.Context, h Handler) error {
-	defer m.coord.reset()
-	defer m.commit.reset()
+	defer m.coord.Reset()
+	defer m.commit.Reset()
 	m.warnRackBlind(ctx)
 	owned := Assignment{}
 	epoch := wire.EpochJoin
@@ -228,7 +228,7 @@ func (m *ConsumerMember) beat(ctx context.Context, epoch int32, owned Assignment
 	if err == nil {
 		err = brokerError(ans.ErrorCode, ans.ErrorMessage)
 		if conn.Moved(err) {
-			m.coord.reset()
+			m.coord.Reset()
 		}
 	}
 	if err != nil {
@@ -330,7 +330,7 @@ func (m *ConsumerMember) heartbeat(ctx context.Context, epoch int32, owned Assig
 		Assignor: m.cfg.Assignor, Owned: ids}
 	hctx, cancel := context.WithTimeout(ctx, min(m.session, heartbeatTimeout))
 	defer cancel()
-	body, err := m.coord.exchange(hctx, wire.APIConsumerGroupHeartbeat, wire.ConsumerHeartbeatVersion, true, req.Encode())
+	body, err := m.coord.Exchange(hctx, wire.APIConsumerGroupHeartbeat, wire.ConsumerHeartbeatVersion, true, req.Encode())
 	if err != nil {
 		return wire.ConsumerHeartbeatAnswer{}, fmt.Errorf("ConsumerGroupHeartbeat: %w", err)
 	}

@@ -229,8 +229,8 @@ func TestConsumerProtocolMemberFollowsAClusterThatMoves(t *testing.T) {
 	m := clusterMember(t, cfg, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
 	m.cfg.Brokers = []string{name.name + ":9092"}
 	m.cfg.Dialer.Resolver = name
-	m.coord.seeds, m.coord.dialer = m.cfg.Brokers, m.cfg.Dialer
-	m.commit.seeds, m.commit.dialer = m.cfg.Brokers, m.cfg.Dialer
+	m.coord = newCoordinator(m.cfg.Dialer, m.cfg.Brokers, m.cfg.Group)
+	m.commit = newCoordinator(m.cfg.Dialer, m.cfg.Brokers, m.cfg.Group)
 	h := &slowHandler{}
 	done := runMember(t, m, h)
 	waitHeld(t, h, 2, 30*time.Second)
@@ -253,5 +253,24 @@ func TestConsumerProtocolMemberFollowsAClusterThatMoves(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("Run ended: %v", err)
 	default:
+	}
+}
+
+// TestConsumerProtocolCoordinatorSeesTheMembersRack: the rack a member
+// joins with reaches the real coordinator (ConsumerGroupHeartbeat's
+// RackId, as ConsumerGroupDescribe reports it), which hands it to the
+// broker-side assignor: what a rack-aware assignor needs from the member.
+// (Kafka 4.4's uniform and range assignors receive it and do not use it,
+// KAFKA-19387; warnRackBlind says what that costs.)
+func TestConsumerProtocolCoordinatorSeesTheMembersRack(t *testing.T) {
+	_, cfg := consumerGroupOn(t, 2)
+	cfg.Rack = "az-b"
+	m := clusterMember(t, cfg, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
+	h := &slowHandler{}
+	runMember(t, m, h)
+	waitHeld(t, h, 2, 30*time.Second)
+	member := describeMember(t, adminClient(t), cfg.Group)
+	if member.RackID == nil || *member.RackID != "az-b" {
+		t.Errorf("the coordinator has rack %v for the member; want az-b", member.RackID)
 	}
 }

@@ -1,8 +1,9 @@
 // Package group is logstore's consumer group member: Member on the classic
 // group protocol, ConsumerMember on the next-generation one (KIP-848,
-// consumer.go), both over the fetch client's connections (fetch.Conn: the
-// same TLS, SASL and session renewal), their coordinator found and kept by
-// internal/kafka/conn, which the producer shares. This package holds the
+// consumer.go), both over internal/kafka/conn's connections (the same
+// TLS, SASL and session renewal as the fetch client's and the producer's),
+// their coordinator found through the seeds and kept by conn.Coordinator,
+// which the producer shares. This package holds the
 // members' states and transitions; the bytes are package wire's. Member
 // speaks FindCoordinator, JoinGroup v7, SyncGroup v5, Heartbeat v3 and
 // LeaveGroup v3 through kafka-go's protocol package (kafka-go lays the

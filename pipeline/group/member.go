@@ -16,7 +16,7 @@ import (
 	"github.com/segmentio/kafka-go/protocol/syncgroup"
 
 	"github.com/logstore/logstore/internal/clock"
-
+	"github.com/logstore/logstore/internal/kafka/conn"
 	"github.com/logstore/logstore/pipeline/group/wire"
 )
 
@@ -100,7 +100,7 @@ func (e fatalError) Unwrap() error { return e.err }
 // Member is one consumer group member on the classic protocol.
 type Member struct {
 	cfg   Config
-	coord coordinator
+	coord *coordinator
 	log   *slog.Logger
 
 	current
@@ -121,7 +121,7 @@ func New(cfg Config) *Member {
 	}
 	return &Member{
 		cfg:     cfg,
-		coord:   coordinator{dialer: cfg.Dialer, seeds: cfg.Brokers, group: cfg.Group},
+		coord:   newCoordinator(cfg.Dialer, cfg.Brokers, cfg.Group),
 		log:     log.With("group", cfg.Group),
 		current: newCurrent(""),
 		eager:   true, // until a cooperative generation: owning nothing, nothing to let go of
@@ -138,9 +138,9 @@ func New(cfg Config) *Member {
 // rebalance. Run returns nil when ctx ended, and an error only when
 // joining again cannot help (ErrFencedInstance, a refused configuration).
 func (m *Member) Run(ctx context.Context, h Handler) error {
-	defer m.coord.reset()
+	defer m.coord.Reset()
 	owned := Assignment{}
-	backoff := retryBackoff
+	backoff := conn.Backoff{Min: retryBackoff, Max: maxRetryBackoff}
 	for {
 		if ctx.Err() != nil {
 			return m.stop(h, owned, nil)
@@ -166,19 +166,19 @@ func (m *Member) Run(ctx context.Context, h Handler) error {
 				m.lose(h, owned, err)
 				owned = Assignment{}
 			}
+			wait := backoff.Next()
 			if errors.Is(err, kafka.RebalanceInProgress) {
 				// Members starting together: the protocol at work, not a failure.
-				m.log.Info("the group is rebalancing (a member joined or left); joining again", "err", err, "backoff", backoff)
+				m.log.Info("the group is rebalancing (a member joined or left); joining again", "err", err, "backoff", wait)
 			} else {
-				m.log.Warn("joining the group failed; joining again", "err", err, "backoff", backoff)
+				m.log.Warn("joining the group failed; joining again", "err", err, "backoff", wait)
 			}
-			if !clock.Sleep(ctx, backoff) {
+			if !clock.Sleep(ctx, wait) {
 				return m.stop(h, owned, nil)
 			}
-			backoff = min(2*backoff, maxRetryBackoff)
 			continue
 		}
-		backoff = retryBackoff
+		backoff.Reset()
 		g.Revoked = owned.Minus(g.Assigned)
 		g.Added = g.Assigned.Minus(owned)
 		g.Moved = prev.Minus(g.Assigned).Count() + g.Assigned.Minus(prev).Count()
@@ -269,7 +269,7 @@ func (m *Member) stop(h Handler, owned Assignment, beats *beater) error {
 	// static member is named by its instance id too (KIP-345): the
 	// coordinator removes it only when both match.
 	leaving := leavegroup.RequestMember{MemberID: id, GroupInstanceID: m.cfg.InstanceID}
-	body, err := m.coord.raw(ctx, 3, &leavegroup.Request{GroupID: m.cfg.Group, Members: []leavegroup.RequestMember{leaving}})
+	body, err := m.coord.RequestRaw(ctx, 3, &leavegroup.Request{GroupID: m.cfg.Group, Members: []leavegroup.RequestMember{leaving}})
 	if err == nil {
 		err = m.coord.answered(wire.ErrorCode(body))
 	}
@@ -327,7 +327,7 @@ func (m *Member) join(ctx context.Context, owned, had Assignment) (Generation, e
 		// The coordinator holds JoinGroup until every member joined, up to
 		// the rebalance timeout.
 		jctx, cancel := context.WithTimeout(ctx, m.cfg.RebalanceTimeout+5*time.Second)
-		msg, err := m.coord.request(jctx, req)
+		msg, err := m.coord.Request(jctx, req)
 		cancel()
 		if err != nil {
 			return Generation{}, fmt.Errorf("JoinGroup: %w", err)
@@ -389,7 +389,7 @@ func (m *Member) sync(ctx context.Context, joined *joingroup.Response) (Generati
 	// The coordinator holds the followers' SyncGroup until the leader's.
 	sctx, cancel := context.WithTimeout(ctx, m.cfg.RebalanceTimeout+5*time.Second)
 	defer cancel()
-	msg, err := m.coord.request(sctx, req)
+	msg, err := m.coord.Request(sctx, req)
 	if err != nil {
 		return Generation{}, fmt.Errorf("SyncGroup: %w", err)
 	}
@@ -551,7 +551,7 @@ func (m *Member) heartbeat(g Generation) *beater {
 			case <-tick.C:
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), min(m.cfg.SessionTimeout, heartbeatTimeout))
-			body, err := m.coord.raw(ctx, 3, &heartbeat.Request{GroupID: m.cfg.Group, GenerationID: g.ID, MemberID: g.MemberID, GroupInstanceID: m.cfg.InstanceID})
+			body, err := m.coord.RequestRaw(ctx, 3, &heartbeat.Request{GroupID: m.cfg.Group, GenerationID: g.ID, MemberID: g.MemberID, GroupInstanceID: m.cfg.InstanceID})
 			cancel()
 			if err == nil {
 				err = m.coord.answered(wire.ErrorCode(body))

@@ -77,7 +77,7 @@ func (m *ConsumerMember) describeConfig(ctx context.Context, typ kmsg.ConfigReso
 	r := kmsg.NewDescribeConfigsRequestResource()
 	r.ResourceType, r.ResourceName, r.ConfigNames = typ, name, []string{key}
 	req.Resources = append(req.Resources, r)
-	body, err := m.coord.exchange(ctx, req.Key(), req.Version, req.IsFlexible(), req.AppendTo(nil))
+	body, err := m.coord.Exchange(ctx, req.Key(), req.Version, req.IsFlexible(), req.AppendTo(nil))
 	if err != nil {
 		return "", fmt.Errorf("DescribeConfigs %s %s: %w", typ, name, err)
 	}

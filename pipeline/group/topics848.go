@@ -43,7 +43,7 @@ func (m *ConsumerMember) describe(ctx context.Context, topics []string) (topicMe
 		rt.Topic = kmsg.StringPtr(t)
 		req.Topics = append(req.Topics, rt)
 	}
-	body, err := m.coord.exchange(ctx, apiMetadata, topicIDsMDVersion, true, req.AppendTo(nil))
+	body, err := m.coord.Exchange(ctx, apiMetadata, topicIDsMDVersion, true, req.AppendTo(nil))
 	if err != nil {
 		return topicMetadata{}, fmt.Errorf("metadata of %v: %w", topics, err)
 	}

@@ -3,10 +3,12 @@ package conn
 import "time"
 
 // Backoff is the retry policy of every Kafka client here: the wait starts
-// at Min and doubles up to Max; Reset starts over after an answer. The
-// clients differ only in the two numbers (a coordinator still writing a
-// transaction's markers answers in milliseconds; a group coordinator that
-// lost its broker in seconds).
+// at Min and doubles up to Max (Max wins over a larger Min); Reset starts
+// over after an answer. The clients differ only in the two numbers (a
+// coordinator still writing a transaction's markers answers in
+// milliseconds; a group coordinator that lost its broker in seconds; a
+// preferred read replica that failed is left alone for seconds to
+// minutes).
 type Backoff struct {
 	Min, Max time.Duration
 	next     time.Duration
@@ -17,7 +19,7 @@ func (b *Backoff) Next() time.Duration {
 	if b.next == 0 {
 		b.next = b.Min
 	}
-	d := b.next
+	d := min(b.next, b.Max)
 	b.next = min(2*b.next, b.Max)
 	return d
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol"
 	"github.com/segmentio/kafka-go/protocol/findcoordinator"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Kind is what a coordinator coordinates: FindCoordinator's key type.
@@ -28,26 +29,20 @@ func (k Kind) String() string {
 	return "group"
 }
 
-// Broker is a coordinator's broker: its id and address.
-type Broker struct {
-	Node int32
-	Addr string
-}
-
 // Call sends one request over a connection the caller holds.
 type Call func(ctx context.Context, req protocol.Message) (protocol.Message, error)
 
 // Find asks, through call, which broker coordinates key.
-func Find(ctx context.Context, call Call, kind Kind, key string) (Broker, error) {
+func Find(ctx context.Context, call Call, kind Kind, key string) (Node, error) {
 	msg, err := call(ctx, &findcoordinator.Request{Key: key, KeyType: int8(kind)})
 	if err != nil {
-		return Broker{}, fmt.Errorf("finding the coordinator of %s %q: %w", kind, key, err)
+		return Node{}, fmt.Errorf("finding the coordinator of %s %q: %w", kind, key, err)
 	}
 	res := msg.(*findcoordinator.Response)
 	if res.ErrorCode != 0 {
-		return Broker{}, fmt.Errorf("finding the coordinator of %s %q: %w", kind, key, kafka.Error(res.ErrorCode))
+		return Node{}, fmt.Errorf("finding the coordinator of %s %q: %w", kind, key, kafka.Error(res.ErrorCode))
 	}
-	return Broker{Node: res.NodeID, Addr: net.JoinHostPort(res.Host, strconv.Itoa(int(res.Port)))}, nil
+	return Node{ID: res.NodeID, Addr: net.JoinHostPort(res.Host, strconv.Itoa(int(res.Port)))}, nil
 }
 
 // Moved says the broker no longer coordinates (or not yet): the
@@ -56,70 +51,117 @@ func Moved(err error) bool {
 	return errors.Is(err, kafka.NotCoordinatorForGroup) || errors.Is(err, kafka.GroupCoordinatorNotAvailable) || errors.Is(err, kafka.GroupLoadInProgress)
 }
 
-// Closer is a connection a Coordinator keeps.
-type Closer interface {
-	comparable
-	Close() error
-}
-
 // Coordinator keeps the connection to the broker that coordinates one
-// key. Its zero value has none; Get finds and dials one with the client's
-// own find and dial, so each client keeps its connection type, TLS and
-// SASL. Requests on one connection take turns (the client's to ensure).
-type Coordinator[C Closer] struct {
-	mu     sync.Mutex
-	conn   C
-	broker Broker
-	open   bool
+// key, for the group member and the producer alike. Its connection is
+// found with FindCoordinator over Ask and opened with Dial, both the
+// client's, so each client keeps its seeds, TLS and SASL. A request that
+// fails drops the connection (the stream is out of step) and the next one
+// finds the coordinator again; Reset forgets it after an answer that says
+// it moved. Requests on one connection take turns (Conn's lock).
+type Coordinator struct {
+	Kind Kind
+	Key  string
+	Ask  Call
+	Dial func(ctx context.Context, addr string) (*Conn, error)
+
+	mu   sync.Mutex
+	conn *Conn
+	node Node
 }
 
-// Get returns the open connection, or finds the coordinator and dials it.
-func (c *Coordinator[C]) Get(ctx context.Context, find func(context.Context) (Broker, error), dial func(context.Context, string) (C, error)) (C, Broker, error) {
+// Get returns the open connection and its broker, or finds the
+// coordinator and dials it.
+func (c *Coordinator) Get(ctx context.Context) (*Conn, Node, error) {
 	c.mu.Lock()
-	if c.open {
+	if c.conn != nil {
 		defer c.mu.Unlock()
-		return c.conn, c.broker, nil
+		return c.conn, c.node, nil
 	}
 	c.mu.Unlock()
-	var zero C
-	b, err := find(ctx)
+	n, err := Find(ctx, c.Ask, c.Kind, c.Key)
 	if err != nil {
-		return zero, Broker{}, err
+		return nil, Node{}, err
 	}
-	conn, err := dial(ctx, b.Addr)
+	conn, err := c.Dial(ctx, n.Addr)
 	if err != nil {
-		return zero, Broker{}, fmt.Errorf("dialling the coordinator at %s: %w", b.Addr, err)
+		return nil, Node{}, fmt.Errorf("dialling the coordinator of %s at %s: %w", c, n.Addr, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.open { // another request found it first
+	if c.conn != nil { // another request found it first
 		conn.Close()
-		return c.conn, c.broker, nil
+		return c.conn, c.node, nil
 	}
-	c.conn, c.broker, c.open = conn, b, true
-	return conn, b, nil
+	c.conn, c.node = conn, n
+	return conn, n, nil
+}
+
+// Do runs one request on the coordinator's connection; an error drops it.
+func (c *Coordinator) Do(ctx context.Context, request func(*Conn) error) error {
+	conn, _, err := c.Get(ctx)
+	if err != nil {
+		return err
+	}
+	if err := request(conn); err != nil {
+		c.Drop(conn)
+		return err
+	}
+	return nil
+}
+
+// Request is Conn.Request on the coordinator's connection.
+func (c *Coordinator) Request(ctx context.Context, req protocol.Message) (msg protocol.Message, err error) {
+	err = c.Do(ctx, func(conn *Conn) error {
+		msg, err = conn.Request(ctx, req)
+		return err
+	})
+	return msg, err
+}
+
+// RequestRaw is Conn.RequestRaw on the coordinator's connection.
+func (c *Coordinator) RequestRaw(ctx context.Context, version int16, req protocol.Message) (body []byte, err error) {
+	err = c.Do(ctx, func(conn *Conn) error {
+		body, err = conn.RequestRaw(ctx, version, req)
+		return err
+	})
+	return body, err
+}
+
+// Exchange is Conn.Exchange on the coordinator's connection.
+func (c *Coordinator) Exchange(ctx context.Context, key, version int16, flexible bool, body []byte) (answer []byte, err error) {
+	err = c.Do(ctx, func(conn *Conn) error {
+		answer, err = conn.Exchange(ctx, key, version, flexible, body)
+		return err
+	})
+	return answer, err
+}
+
+// Kmsg is Conn.Kmsg on the coordinator's connection.
+func (c *Coordinator) Kmsg(ctx context.Context, req kmsg.Request) ([]byte, error) {
+	return c.Exchange(ctx, req.Key(), req.GetVersion(), req.IsFlexible(), req.AppendTo(nil))
 }
 
 // Drop closes conn after a failed round trip (the stream is out of step);
 // the next Get finds the coordinator again.
-func (c *Coordinator[C]) Drop(conn C) {
+func (c *Coordinator) Drop(conn *Conn) {
 	c.mu.Lock()
-	if c.open && c.conn == conn {
-		var zero C
-		c.conn, c.open = zero, false
+	if c.conn == conn {
+		c.conn = nil
 	}
 	c.mu.Unlock()
 	conn.Close()
 }
 
 // Reset forgets the coordinator (it moved, or the client stops).
-func (c *Coordinator[C]) Reset() {
+func (c *Coordinator) Reset() {
 	c.mu.Lock()
-	conn, open := c.conn, c.open
-	var zero C
-	c.conn, c.open = zero, false
+	conn := c.conn
+	c.conn = nil
 	c.mu.Unlock()
-	if open {
+	if conn != nil {
 		conn.Close()
 	}
 }
+
+// String names what is coordinated: group "g", transactional id "t".
+func (c *Coordinator) String() string { return fmt.Sprintf("%s %q", c.Kind, c.Key) }

@@ -1,13 +1,25 @@
-// Package conn is what every client of the Kafka protocol in logstore
-// shares below its own protocol: finding the broker that coordinates a
-// group or a transactional id, keeping one connection to it and dropping
-// it when the coordinator moves, and the one retry policy (a doubling
-// backoff) those clients wait by.
+// Package conn is the one connection layer below every client of the Kafka
+// protocol in logstore: the fetch client (pipeline/fetch), the group
+// member (pipeline/group) and the producer (internal/kafka/producer) each
+// keep their own protocol above it and share, here:
+//
+//   - the dial (Dial): a kafka.Dialer's address resolution, TLS and SASL,
+//     API versions negotiated once, and the SASL session renewed in place
+//     between two requests when due (KIP-368); SessionDial lends the same
+//     renewal to kafka-go's own connections (its Transport);
+//   - the connection (Conn): one request at a time, decoded by kafka-go's
+//     protocol package, raw for answers it misreads, or encoded by the
+//     caller or by kmsg for requests it does not know; Stale tells a
+//     pooled connection that outlived its broker from a broker that fails;
+//   - the bootstrap path (FirstAnswer, Seeds, Nodes): the brokers the last
+//     metadata named, then the seeds dialled by name, so a cluster that
+//     came back at other addresses is found again (rebootstrap);
+//   - the coordinator of a group or a transactional id (Find, Coordinator):
+//     found, kept, dropped when a request fails and forgotten when it moved;
+//   - the retry policy (Backoff), a doubling wait each client sets.
 //
 // It sits in internal/kafka beside the producer, not in pipeline, because
-// the job (pipeline, pipeline/group) and the sink (internal/kafka/producer
-// through sink) both need it and neither may import the other. It knows
-// no connection type of its own: each client dials its own (the fetch
-// client's session connection, the producer's), so TLS, SASL and SASL
-// re-authentication stay in the dial the client is given.
+// the job (pipeline, pipeline/group, pipeline/fetch) and the sink
+// (internal/kafka/producer through sink) both need it and neither may
+// import the other.
 package conn

@@ -21,18 +21,13 @@
 // (KIP-1123), so produced bytes stay in the zone; keyed records go where the
 // Java client sends them (murmur2).
 //
-// # One connection layer, later
+// # Below it
 //
-// The fetch client (pipeline/fetch: brokers.go, session_conn.go) keeps its
-// own broker pool, metadata and authenticated connections; this package
-// keeps another, and takes its connections from a dial function the caller
-// gives (the job passes fetch.SessionDial, so TLS, SASL and the KIP-368
-// session renewal are the fetch side's own). Both should become one room
-// below the job and the sinks (internal/kafka/broker, say): the brokerConn,
-// the dial with TLS/SASL/re-authentication, the metadata cache with its
-// single-flight lookups and the racks of brokers, used by the fetch client,
-// the group member and this producer alike, as franz-go keeps one broker
-// pool for its consumer, group and producer. This package's conn.go and
-// metadata.go are what would move there; the fetch package is left alone
-// for now because the group member is being built on top of it.
+// Its connections, its bootstrap (the brokers the last metadata named,
+// then the seeds) and its transaction and group coordinators are package
+// conn's, shared with the fetch client and the group member; this package
+// keeps the producing above them. It dials through the function its caller
+// gives (the job passes conn.SessionDial, so TLS, SASL and the KIP-368
+// session renewal are the same as the readers'), so sink imports it without
+// importing pipeline.
 package producer

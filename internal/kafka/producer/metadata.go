@@ -4,22 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol"
 	"github.com/segmentio/kafka-go/protocol/metadata"
+
+	"github.com/logstore/logstore/internal/kafka/conn"
 )
 
 // broker is what metadata says about one broker.
-type broker struct {
-	ID   int32
-	Addr string
-	Rack string
-}
+type broker = conn.Node
 
 // partitionLeader is what metadata says about one partition: its leader,
 // or -1 while it has none (an election under way).
@@ -43,7 +39,7 @@ type control struct {
 	autoTopic bool
 
 	mu      sync.Mutex // one request at a time
-	conn    *brokerConn
+	conn    *conn.Conn
 	brokers map[int32]broker
 }
 
@@ -57,7 +53,7 @@ func (c *control) call(ctx context.Context, req protocol.Message) (protocol.Mess
 		if err == nil {
 			return res, nil
 		}
-		c.conn.close()
+		c.conn.Close()
 		c.conn = nil
 		if ctx.Err() != nil {
 			return nil, err
@@ -68,32 +64,33 @@ func (c *control) call(ctx context.Context, req protocol.Message) (protocol.Mess
 		addrs = append(addrs, b.Addr)
 	}
 	addrs = append(addrs, c.seeds...)
-	var errs []error
-	for _, addr := range addrs {
-		conn, err := dialConn(ctx, c.dial, c.clientID, addr, c.timeout)
-		if err == nil {
-			var res protocol.Message
-			if res, err = c.roundTrip(ctx, conn, req); err == nil {
-				c.conn = conn
-				return res, nil
-			}
-			conn.close()
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		errs = append(errs, err)
+	type answer struct {
+		conn *conn.Conn
+		res  protocol.Message
 	}
-	if len(errs) == 0 {
-		return nil, errors.New("no brokers to ask")
+	a, err := conn.FirstAnswer(ctx, addrs, func(ctx context.Context, addr string) (answer, error) {
+		bc, err := dialConn(ctx, c.dial, c.clientID, addr, c.timeout)
+		if err != nil {
+			return answer{}, err
+		}
+		res, err := c.roundTrip(ctx, bc, req)
+		if err != nil {
+			bc.Close()
+			return answer{}, err
+		}
+		return answer{bc, res}, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("no broker answered: %w", errors.Join(errs...))
+	c.conn = a.conn
+	return a.res, nil
 }
 
-func (c *control) roundTrip(ctx context.Context, conn *brokerConn, req protocol.Message) (protocol.Message, error) {
+func (c *control) roundTrip(ctx context.Context, bc *conn.Conn, req protocol.Message) (protocol.Message, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	return conn.roundTrip(ctx, req)
+	return bc.Request(ctx, req)
 }
 
 // metadata asks for topics and returns the brokers and each topic's
@@ -104,10 +101,7 @@ func (c *control) metadata(ctx context.Context, topics []string) (map[int32]brok
 		return nil, nil, fmt.Errorf("metadata of %v: %w", topics, err)
 	}
 	res := msg.(*metadata.Response)
-	brokers := make(map[int32]broker, len(res.Brokers))
-	for _, b := range res.Brokers {
-		brokers[b.NodeID] = broker{ID: b.NodeID, Addr: net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), Rack: b.Rack}
-	}
+	brokers := conn.Nodes(res)
 	c.mu.Lock()
 	c.brokers = brokers
 	c.mu.Unlock()
@@ -138,7 +132,7 @@ func (c *control) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.conn != nil {
-		c.conn.close()
+		c.conn.Close()
 		c.conn = nil
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/compress"
 	"github.com/segmentio/kafka-go/protocol/initproducerid"
+
+	"github.com/logstore/logstore/internal/kafka/conn"
 )
 
 // Config is how a Producer writes. Zero values take the defaults below.
@@ -102,7 +104,7 @@ type Producer struct {
 	brokers map[int32]broker
 	topics  map[string]*topicState
 	busy    map[int32]bool // brokers with a request out
-	conns   map[int32]*brokerConn
+	conns   map[int32]*conn.Conn
 	// The producer id and epoch, and the generation they belong to: a
 	// batch stamped in an older generation is never stamped again with
 	// new numbers while it may have been written (it is pinned).
@@ -136,12 +138,12 @@ func New(cfg Config) (*Producer, error) {
 		brokers: make(map[int32]broker),
 		topics:  make(map[string]*topicState),
 		busy:    make(map[int32]bool),
-		conns:   make(map[int32]*brokerConn),
+		conns:   make(map[int32]*conn.Conn),
 		pid:     -1,
 		needPID: true,
 	}
 	if cfg.TransactionalID != "" {
-		p.txn = newTxnState(cfg.TransactionalID)
+		p.txn = newTxnState(p, cfg.TransactionalID)
 	}
 	p.wg.Add(2)
 	go p.dispatch()
@@ -341,10 +343,10 @@ func (p *Producer) refreshNow() {
 		}
 	}
 	for id, c := range p.conns {
-		if b, ok := brokers[id]; !ok || b.Addr != c.addr {
+		if b, ok := brokers[id]; !ok || b.Addr != c.Addr() {
 			delete(p.conns, id)
 			if !p.busy[id] {
-				c.close()
+				c.Close()
 			}
 		}
 	}
@@ -416,13 +418,13 @@ func (p *Producer) Close() error {
 		}
 	}
 	for _, c := range p.conns {
-		c.close()
+		c.Close()
 	}
 	p.mu.Unlock()
 	if p.txn != nil {
-		p.txn.coord.close()
+		p.txn.coord.Reset()
 		for _, g := range p.txn.groups {
-			g.close()
+			g.Reset()
 		}
 	}
 	p.ctl.close()

@@ -304,7 +304,7 @@ func (p *Producer) encode(batches []*batch) error {
 func (p *Producer) request(batches []*batch) *rawproduce.Request {
 	req := &rawproduce.Request{Acks: -1, Timeout: int32(p.brokerTimeout() / time.Millisecond)}
 	if p.txn != nil {
-		req.TransactionalID = p.txn.coord.key
+		req.TransactionalID = p.txn.coord.Key
 	}
 	byTopic := make(map[string]int)
 	for _, b := range batches {
@@ -347,14 +347,14 @@ func (p *Producer) roundTrip(id int32, br broker, req *rawproduce.Request) (*pro
 		p.conns[id] = c
 		p.mu.Unlock()
 	}
-	msg, err := c.roundTrip(ctx, req)
+	msg, err := c.Request(ctx, req)
 	if err != nil {
 		p.mu.Lock()
 		if p.conns[id] == c {
 			delete(p.conns, id)
 		}
 		p.mu.Unlock()
-		c.close()
+		c.Close()
 		return nil, true, fmt.Errorf("broker %d: %w", id, err)
 	}
 	return msg.(*produce.Response), true, nil

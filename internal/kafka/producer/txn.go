@@ -13,6 +13,8 @@ import (
 	"github.com/segmentio/kafka-go/protocol/endtxn"
 	"github.com/segmentio/kafka-go/protocol/initproducerid"
 	"github.com/segmentio/kafka-go/protocol/txnoffsetcommit"
+
+	"github.com/logstore/logstore/internal/kafka/conn"
 )
 
 // Transactions (KIP-98) with a consumer group's offsets in them (KIP-447).
@@ -59,14 +61,14 @@ type Offset struct {
 
 // txnState is a transactional producer's own; the producer's mu guards it.
 type txnState struct {
-	coord *coordinator
+	coord *conn.Coordinator
 	// open: BeginTxn was called and neither CommitTxn nor AbortTxn since.
 	open bool
 	// started: a partition or a group's offsets were added, so the
 	// coordinator has a transaction to end.
 	started bool
 	// groups whose offsets were added (AddOffsetsToTxn) in this one.
-	groups map[string]*coordinator
+	groups map[string]*conn.Coordinator
 	// failed: an error after which only AbortTxn is right.
 	failed error
 	// commitSent: an EndTxn(commit) went out and its answer never came, so
@@ -77,8 +79,8 @@ type txnState struct {
 }
 
 // newTxnState is the state of a producer with cfg.TransactionalID.
-func newTxnState(id string) *txnState {
-	return &txnState{coord: &coordinator{kind: coordinatorTransaction, key: id}, groups: map[string]*coordinator{}}
+func newTxnState(p *Producer, id string) *txnState {
+	return &txnState{coord: p.coordinator(conn.Transaction, id), groups: map[string]*conn.Coordinator{}}
 }
 
 var errNotTransactional = errors.New("producer: not transactional (no TransactionalID)")
@@ -145,7 +147,7 @@ func (p *Producer) initTxn(ctx context.Context, bump bool) error {
 	t := p.txn
 	p.mu.Lock()
 	req := &initproducerid.Request{
-		TransactionalID:      t.coord.key,
+		TransactionalID:      t.coord.Key,
 		TransactionTimeoutMs: int32(p.cfg.TransactionTimeout.Milliseconds()),
 		ProducerID:           -1,
 		ProducerEpoch:        -1,
@@ -169,7 +171,7 @@ func (p *Producer) initTxn(ctx context.Context, bump bool) error {
 		}
 	}
 	p.mu.Unlock()
-	p.cfg.Log.Debug("producer: transactional id initialised", "transactional_id", t.coord.key, "producer_id", res.ProducerID, "epoch", res.ProducerEpoch, "bumped", bump)
+	p.cfg.Log.Debug("producer: transactional id initialised", "transactional_id", t.coord.Key, "producer_id", res.ProducerID, "epoch", res.ProducerEpoch, "bumped", bump)
 	p.poke()
 	return nil
 }
@@ -212,7 +214,7 @@ func (t *txnState) fail(err error) {
 func (p *Producer) addPartitions(ctx context.Context, parts []*partState) error {
 	t := p.txn
 	p.mu.Lock()
-	req := &addpartitionstotxn.Request{TransactionalID: t.coord.key, ProducerID: p.pid, ProducerEpoch: p.epoch}
+	req := &addpartitionstotxn.Request{TransactionalID: t.coord.Key, ProducerID: p.pid, ProducerEpoch: p.epoch}
 	byTopic := map[string]int{}
 	for _, part := range parts {
 		i, ok := byTopic[part.topic]
@@ -290,19 +292,19 @@ func (p *Producer) SendOffsets(ctx context.Context, m GroupMember, offsets []Off
 	pid, epoch := p.pid, p.epoch
 	p.mu.Unlock()
 	if group == nil {
-		_, err := p.coordinatorAsk(ctx, t.coord, "AddOffsetsToTxn", &addoffsetstotxn.Request{TransactionalID: t.coord.key, ProducerID: pid, ProducerEpoch: epoch, GroupID: m.Group},
+		_, err := p.coordinatorAsk(ctx, t.coord, "AddOffsetsToTxn", &addoffsetstotxn.Request{TransactionalID: t.coord.Key, ProducerID: pid, ProducerEpoch: epoch, GroupID: m.Group},
 			func(m protocol.Message) int16 { return m.(*addoffsetstotxn.Response).ErrorCode })
 		if err != nil {
 			return p.failTxn(fmt.Errorf("producer: adding group %s to the transaction: %w", m.Group, p.txnError(err)))
 		}
-		group = &coordinator{kind: coordinatorGroup, key: m.Group}
+		group = p.coordinator(conn.Group, m.Group)
 		p.mu.Lock()
 		t.started = true
 		t.groups[m.Group] = group
 		p.mu.Unlock()
 	}
 	req := &txnoffsetcommit.Request{
-		TransactionalID: t.coord.key, GroupID: m.Group, ProducerID: pid, ProducerEpoch: epoch,
+		TransactionalID: t.coord.Key, GroupID: m.Group, ProducerID: pid, ProducerEpoch: epoch,
 		GenerationID: m.Generation, MemberID: m.MemberID, GroupInstanceID: m.InstanceID,
 	}
 	byTopic := map[string]int{}
@@ -415,7 +417,7 @@ func (p *Producer) endTxn(ctx context.Context, commit bool) error {
 
 	var err error
 	if started && fenced == nil {
-		_, err = p.coordinatorAsk(ctx, t.coord, "EndTxn", &endtxn.Request{TransactionalID: t.coord.key, ProducerID: pid, ProducerEpoch: epoch, Committed: commit},
+		_, err = p.coordinatorAsk(ctx, t.coord, "EndTxn", &endtxn.Request{TransactionalID: t.coord.Key, ProducerID: pid, ProducerEpoch: epoch, Committed: commit},
 			func(m protocol.Message) int16 { return m.(*endtxn.Response).ErrorCode })
 		if err != nil {
 			err = p.txnError(err)

@@ -12,66 +12,26 @@ import (
 	"github.com/logstore/logstore/internal/kafka/conn"
 )
 
-// FindCoordinator key types (KIP-98 added the second).
-const (
-	coordinatorGroup       = conn.Group
-	coordinatorTransaction = conn.Transaction
-)
-
-// coordinator is the connection to the broker that coordinates one key: the
-// transactional id (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn,
-// EndTxn) or a group (TxnOffsetCommit, OffsetFetch). It is found again
-// whenever a request fails or the broker says it moved (the keeping is
-// conn.Coordinator's, shared with the group member).
-type coordinator struct {
-	kind conn.Kind
-	key  string
-
-	kept conn.Coordinator[*brokerConn]
-}
-
-// call sends req to the coordinator, finding and dialling it first when
-// needed. A failed round trip drops the connection (the stream is out of
-// step), so the next call finds the coordinator again.
-func (c *coordinator) call(ctx context.Context, p *Producer, req protocol.Message) (protocol.Message, error) {
-	bc, err := c.get(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
-	defer cancel()
-	res, err := bc.roundTrip(rctx, req)
-	if err != nil {
-		c.drop(bc)
-		return nil, err
-	}
-	return res, nil
-}
-
-// get returns the open connection, or finds the coordinator through the
-// producer's control connection and dials it.
-func (c *coordinator) get(ctx context.Context, p *Producer) (*brokerConn, error) {
-	bc, _, err := c.kept.Get(ctx,
-		func(ctx context.Context) (conn.Broker, error) { return conn.Find(ctx, p.ctl.call, c.kind, c.key) },
-		func(ctx context.Context, addr string) (*brokerConn, error) {
+// coordinator is the connection to the broker that coordinates one key:
+// the transactional id (InitProducerId, AddPartitionsToTxn,
+// AddOffsetsToTxn, EndTxn) or a group (TxnOffsetCommit, OffsetFetch),
+// found through the producer's control connection and dialled as its other
+// connections are. It is found again whenever a request fails or the
+// broker says it moved (the keeping is conn.Coordinator's, shared with the
+// group member).
+func (p *Producer) coordinator(kind conn.Kind, key string) *conn.Coordinator {
+	return &conn.Coordinator{Kind: kind, Key: key, Ask: p.ctl.call,
+		Dial: func(ctx context.Context, addr string) (*conn.Conn, error) {
 			return dialConn(ctx, p.cfg.Dial, p.cfg.ClientID, addr, p.cfg.RequestTimeout)
-		})
-	if err != nil {
-		return nil, fmt.Errorf("the coordinator of %s: %w", c, err)
-	}
-	return bc, nil
+		}}
 }
 
-// drop closes a connection whose stream is out of step.
-func (c *coordinator) drop(bc *brokerConn) { c.kept.Drop(bc) }
-
-// moved forgets the coordinator after NOT_COORDINATOR or
-// COORDINATOR_NOT_AVAILABLE: the next call asks where it is now.
-func (c *coordinator) moved() { c.kept.Reset() }
-
-func (c *coordinator) close() { c.moved() }
-
-func (c *coordinator) String() string { return fmt.Sprintf("%s %q", c.kind, c.key) }
+// coordinatorCall sends req to c within the request timeout.
+func (p *Producer) coordinatorCall(ctx context.Context, c *conn.Coordinator, req protocol.Message) (protocol.Message, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+	defer cancel()
+	return c.Request(ctx, req)
+}
 
 // errTxnRetry wraps an answer the coordinator may answer otherwise in a
 // moment; the request is sent again.
@@ -83,14 +43,14 @@ var errTxnRetry = errors.New("retriable")
 // still completing the last transaction (CONCURRENT_TRANSACTIONS, KIP-98's
 // answer while the markers of an EndTxn are written), is asked again after
 // a short wait that doubles. Any other code comes back as a kafka.Error.
-func (p *Producer) coordinatorAsk(ctx context.Context, c *coordinator, what string, req protocol.Message, answer func(protocol.Message) int16) (protocol.Message, error) {
+func (p *Producer) coordinatorAsk(ctx context.Context, c *conn.Coordinator, what string, req protocol.Message, answer func(protocol.Message) int16) (protocol.Message, error) {
 	backoff := conn.Backoff{Min: 20 * time.Millisecond, Max: time.Second}
 	wait := backoff.Next()
 	var last error
 	concurrent := 0
 	for {
 		pause := wait
-		msg, err := c.call(ctx, p, req)
+		msg, err := p.coordinatorCall(ctx, c, req)
 		if err == nil {
 			code := answer(msg)
 			if code == codeConcurrentTransactions && concurrent < 20 {
@@ -106,7 +66,7 @@ func (p *Producer) coordinatorAsk(ctx context.Context, c *coordinator, what stri
 			case txnOK:
 				return msg, nil
 			case txnCoordinatorMoved:
-				c.moved()
+				c.Reset()
 				err = fmt.Errorf("%w: %w", errTxnRetry, kafka.Error(code))
 			case txnWait:
 				err = fmt.Errorf("%w: %w", errTxnRetry, kafka.Error(code))

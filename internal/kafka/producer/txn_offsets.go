@@ -2,13 +2,13 @@ package producer
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logstore/logstore/internal/kafka/conn"
 )
 
 // stableOffsetsVersion is the OffsetFetch version asked: v7 (Kafka 2.5,
@@ -30,10 +30,10 @@ type Committed struct {
 // so it never reads again what that transaction is about to commit. It
 // waits until ctx ends.
 func (p *Producer) StableOffsets(ctx context.Context, group string, topics map[string][]int32) (map[string]map[int32]Committed, error) {
-	c := &coordinator{kind: coordinatorGroup, key: group}
-	defer c.close()
+	c := p.coordinator(conn.Group, group)
+	defer c.Reset()
 	req := stableOffsetsRequest(group, topics)
-	wait := 50 * time.Millisecond
+	backoff := conn.Backoff{Min: 50 * time.Millisecond, Max: time.Second}
 	var waitedFrom time.Time
 	for {
 		res, err := p.fetchStable(ctx, c, req)
@@ -54,7 +54,7 @@ func (p *Producer) StableOffsets(ctx context.Context, group string, topics map[s
 				err = kafka.Error(code)
 			default:
 				if txnClassOf(code) == txnCoordinatorMoved {
-					c.moved()
+					c.Reset()
 				} else if txnClassOf(code) != txnWait {
 					return nil, fmt.Errorf("committed offsets of group %s: %w", group, kafka.Error(code))
 				}
@@ -64,9 +64,8 @@ func (p *Producer) StableOffsets(ctx context.Context, group string, topics map[s
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("committed offsets of group %s: %w (last: %v)", group, ctx.Err(), err)
-		case <-time.After(wait):
+		case <-time.After(backoff.Next()):
 		}
-		wait = min(2*wait, time.Second)
 	}
 }
 
@@ -109,60 +108,23 @@ func stableOffsets(res *kmsg.OffsetFetchResponse) (map[string]map[int32]Committe
 }
 
 // fetchStable sends the OffsetFetch to the group's coordinator.
-func (p *Producer) fetchStable(ctx context.Context, c *coordinator, req *kmsg.OffsetFetchRequest) (*kmsg.OffsetFetchResponse, error) {
-	conn, err := c.get(ctx, p)
-	if err != nil {
-		return nil, err
-	}
+func (p *Producer) fetchStable(ctx context.Context, c *conn.Coordinator, req *kmsg.OffsetFetchRequest) (*kmsg.OffsetFetchResponse, error) {
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
-	body, err := conn.exchangeKmsg(rctx, p.cfg.ClientID, req)
-	if err != nil {
-		c.drop(conn)
-		return nil, err
-	}
 	res := kmsg.NewPtrOffsetFetchResponse()
 	res.Version = req.Version
-	if err := res.ReadFrom(body); err != nil {
-		c.drop(conn)
-		return nil, fmt.Errorf("OffsetFetch v%d from %s: %w", req.Version, conn.addr, err)
+	err := c.Do(rctx, func(bc *conn.Conn) error {
+		body, err := bc.Kmsg(rctx, req)
+		if err != nil {
+			return err
+		}
+		if err := res.ReadFrom(body); err != nil {
+			return fmt.Errorf("OffsetFetch v%d from %s: %w", req.Version, bc.Addr(), err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return res, nil
-}
-
-// kmsgCorrelation is the correlation id of requests kmsg encodes: apart
-// from kafka-go's own counter, and checked in the answer.
-const kmsgCorrelation = 0x6b6d7367
-
-// exchangeKmsg sends a flexible request kmsg encodes and returns the body
-// of its answer, the response header's tagged fields skipped.
-func (c *brokerConn) exchangeKmsg(ctx context.Context, clientID string, req kmsg.Request) ([]byte, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if deadline, ok := ctx.Deadline(); ok {
-		c.pc.SetDeadline(deadline)
-	}
-	stop := context.AfterFunc(ctx, func() { c.pc.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
-	out := kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)).AppendRequest(nil, req, kmsgCorrelation)
-	if _, err := c.pc.Write(out); err != nil {
-		return nil, fmt.Errorf("broker %s: %w", c.addr, err)
-	}
-	var head [8]byte
-	if _, err := io.ReadFull(c.pc, head[:]); err != nil {
-		return nil, fmt.Errorf("broker %s: %w", c.addr, err)
-	}
-	size := int32(binary.BigEndian.Uint32(head[:4]))
-	if got := int32(binary.BigEndian.Uint32(head[4:])); size < 5 || got != kmsgCorrelation {
-		return nil, fmt.Errorf("broker %s: an answer of %d bytes with correlation id %d, want %d", c.addr, size, got, kmsgCorrelation)
-	}
-	body := make([]byte, size-4)
-	if _, err := io.ReadFull(c.pc, body); err != nil {
-		return nil, fmt.Errorf("broker %s: %w", c.addr, err)
-	}
-	// A flexible response header ends in tagged fields: none are defined.
-	if body[0] != 0 {
-		return nil, fmt.Errorf("broker %s: a response header with tagged fields", c.addr)
-	}
-	return body[1:], nil
 }

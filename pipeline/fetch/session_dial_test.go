@@ -2,7 +2,6 @@ package fetch
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"testing"
 	"time"
@@ -10,41 +9,9 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/sasl/scram"
 	"github.com/twmb/franz-go/pkg/kfake"
-)
 
-func TestFrameCounter(t *testing.T) {
-	frame := func(n int) []byte {
-		b := make([]byte, 4+n)
-		binary.BigEndian.PutUint32(b, uint32(n))
-		return b
-	}
-	two := append(frame(5), frame(3)...) // 16 bytes
-	for _, tc := range []struct {
-		name   string
-		pieces []int // lengths the stream is cut into
-		want   string
-	}{
-		{"whole", []int{16}, "[2/2]"},
-		{"each frame", []int{9, 7}, "[1/1 1/1]"},
-		{"size split", []int{2, 2, 5, 7}, "[1/0 0/0 0/1 1/1]"},
-		{"byte by byte", []int{1, 1, 1, 1, 1, 1, 1, 1, 1, 7}, "[1/0 0/0 0/0 0/0 0/0 0/0 0/0 0/0 0/1 1/1]"},
-		{"across", []int{11, 5}, "[2/1 0/1]"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var f frameCounter
-			var got []string
-			rest := two
-			for _, n := range tc.pieces {
-				s, e := f.feed(rest[:n])
-				rest = rest[n:]
-				got = append(got, fmt.Sprintf("%d/%d", s, e))
-			}
-			if fmt.Sprint(got) != tc.want || !f.atBoundary() {
-				t.Fatalf("started/ended %v, want %s (at a boundary: %v)", got, tc.want, f.atBoundary())
-			}
-		})
-	}
-}
+	"github.com/logstore/logstore/internal/kafka/conn"
+)
 
 // TestGroupConnectionReauthenticates: the group's coordinator connection
 // lives as long as a generation. With a broker that gives SASL sessions a
@@ -55,7 +22,7 @@ func TestGroupConnectionReauthenticates(t *testing.T) {
 	c, base, mech, d := shortSessions(t)
 	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID: "reauth", Brokers: c.ListenAddrs(), Topics: []string{testTopic},
-		Dialer: GroupDialer(base), HeartbeatInterval: 100 * time.Millisecond,
+		Dialer: conn.GroupDialer(base), HeartbeatInterval: 100 * time.Millisecond,
 		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second,
 	})
 	if err != nil {
@@ -105,7 +72,7 @@ func TestGroupConnectionReauthenticates(t *testing.T) {
 func TestTransportConnectionsRenewWhileIdle(t *testing.T) {
 	c, base, mech, d := shortSessions(t)
 	transport := &kafka.Transport{
-		Dial:        SessionDial(base),
+		Dial:        conn.SessionDial(base),
 		IdleTimeout: time.Minute,
 	}
 	defer transport.CloseIdleConnections()

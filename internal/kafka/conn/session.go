@@ -1,4 +1,4 @@
-package fetch
+package conn
 
 import (
 	"context"
@@ -43,7 +43,7 @@ func GroupDialer(base *kafka.Dialer) *kafka.Dialer {
 // SASL on the kafka-go side as well.
 func SessionDial(base *kafka.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, _, addr string) (net.Conn, error) {
-		bc, err := dialBroker(ctx, base, addr)
+		bc, err := Dial(ctx, base, addr)
 		if err != nil {
 			return nil, err
 		}
@@ -60,7 +60,7 @@ func SessionDial(base *kafka.Dialer) func(ctx context.Context, network, addr str
 // session is near its end and no request is waiting for its response, it
 // runs the SASL exchange again before the next request goes out.
 type sessionConn struct {
-	bc *brokerConn
+	bc *Conn
 
 	wmu      sync.Mutex // one Write, and a renewal, at a time
 	written  frameCounter
@@ -105,7 +105,7 @@ func (c *sessionConn) renewIfDue() error {
 	if c.bc.mech == nil || c.bc.reauthAt.IsZero() || time.Now().Before(c.bc.reauthAt) {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), RequestTimeout)
 	defer cancel()
 	err := c.bc.reauthenticateIfDue(ctx)
 	c.dmu.Lock()
