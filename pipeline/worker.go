@@ -193,7 +193,7 @@ func (w *worker) loop(ctx context.Context) error {
 			continue
 		}
 		if len(msgs) > 0 {
-			sink.Failpoint(sink.FailFetched)
+			sink.Failpoint(ctx, sink.FailFetched)
 		}
 		ended, paced := false, 0
 		for i := range msgs {
@@ -449,7 +449,7 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 		if err := w.commitRetrying(ctx, b.first, markOf(last, w.topicID, w.using)); err != nil {
 			return err
 		}
-		sink.Failpoint(sink.FailMarked)
+		sink.Failpoint(ctx, sink.FailMarked)
 		if err := w.saveResume(ctx, last, true); err != nil {
 			return err
 		}
@@ -467,7 +467,7 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 			}
 		}
 		b.delivered, b.last = true, last
-		sink.Failpoint(sink.FailDelivered)
+		sink.Failpoint(ctx, sink.FailDelivered)
 	}
 	if err := w.commitNext(ctx, last); err != nil {
 		return err
