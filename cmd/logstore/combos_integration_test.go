@@ -130,6 +130,14 @@ func eachSourceOnce(t *testing.T, n, partitions, badEvery int, rows, dead map[st
 	if bad > 10 {
 		t.Errorf("... %d records in all not where they belong once", bad)
 	}
+	for what, out := range map[string]map[string]int{"rows": rows, "dead letters": dead} {
+		for src, c := range out {
+			var p, o int
+			if _, err := fmt.Sscanf(src, "%d:%d", &p, &o); err != nil || p >= partitions || o >= n/partitions {
+				t.Errorf("the %s hold %d records of source %q, which was not produced", what, c, src)
+			}
+		}
+	}
 	if again > deadAgain {
 		t.Errorf("%d dead letters written again, more than the %d of the batches in flight at the kills", again, deadAgain)
 	} else if again > 0 {
