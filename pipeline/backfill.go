@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/logstore/logstore/pipeline/start"
 	"github.com/logstore/logstore/sink"
 )
 
@@ -55,7 +56,7 @@ func (j *Job) backfillCost() int64 { return int64(1024 + 48*len(j.decoder.Schema
 func (j *Job) planBackfill(ctx context.Context, mode Mode, parts map[string][]int) (*backfillManifest, error) {
 	m := &backfillManifest{From: mode.From.UTC(), To: mode.To.UTC(), Ranges: map[string]map[int][2]int64{}}
 	if j.layout != "" {
-		m.Layout = fingerprint(j.layout)
+		m.Layout = start.Fingerprint(j.layout)
 	}
 	n := 0
 	for topic, ps := range parts {
@@ -114,9 +115,9 @@ func (j *Job) backfillPlan(ctx context.Context, mode Mode, parts map[string][]in
 				return nil, fmt.Errorf("backfill %s was planned without cut points (an older version, with batch.max_rows: 0), so a re-run cannot write the same names: "+
 					"delete %s to run it again", mode.Prefix, mode.Prefix)
 			}
-			if j.layout != "" && m.Layout != fingerprint(j.layout) {
+			if j.layout != "" && m.Layout != start.Fingerprint(j.layout) {
 				return nil, fmt.Errorf("backfill %s was written with files layout %s and the config now gives %s (partition_by, max_file_bytes or parquet changed): "+
-					"restore them to finish it, or delete %s to start it over", mode.Prefix, m.Layout, fingerprint(j.layout), mode.Prefix)
+					"restore them to finish it, or delete %s to start it over", mode.Prefix, m.Layout, start.Fingerprint(j.layout), mode.Prefix)
 			}
 			j.log.Info("backfill: re-running from its manifest; the same records are cut at the same offsets and overwrite the same files",
 				"prefix", mode.Prefix, "complete", m.Complete, "stride", m.Stride)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/logstore/logstore/pipeline/start"
 )
 
 // TestNextOffsetCommitCarriesItsTime: a commit of the next offset carried
@@ -42,7 +44,7 @@ func TestNextOffsetCommitCarriesItsTime(t *testing.T) {
 		t.Errorf("the commit's metadata %q holds no time of the commit", meta)
 	}
 	// A cut mark keeps its own format, with no time.
-	if _, ok := CommitTime(markOf(7, "id", "")); ok || parseMark(commitTimeMeta(time.Now())).Last != -1 {
+	if _, ok := CommitTime(start.MarkOf(7, "id", "")); ok || start.ParseMark(commitTimeMeta(time.Now())).Last != -1 {
 		t.Error("a mark and a commit time are told apart wrongly")
 	}
 }

@@ -10,7 +10,8 @@
 //  1. read from first, decode, append to the open batch;
 //  2. at the flush rule (rows, bytes, age, memory budget) cut at last and
 //     commit first with the cut mark "cut:<last> layout:<fingerprint> <layout>"
-//     as metadata (generation-fenced; see mark.go);
+//     as metadata (generation-fenced; the mark is read and written by
+//     package start, start/mark.go);
 //  3. record in the output (the partition's resume record) that the batch
 //     first..last is being written, with its mark; write the batch to every
 //     sink under names made of topic, partition, first and last, then its
@@ -29,10 +30,7 @@
 // sink holds it, and while a cut mark is committed the batch from first is
 // cut at exactly last again, with the layout the mark records, so a re-run
 // after a crash at any point writes the same records under the same names
-// (files overwrite, not duplicate). Where the group has no offset (expired,
-// deleted) the output's resume record says where the output is, or which
-// batch it was writing (then that batch is re-cut); the furthest of the two
-// wins (resume.go).
+// (files overwrite, not duplicate).
 //
 // Several outputs, several positions. The files' resume record is written
 // once every output holds the batch, so it is where the least advanced
@@ -44,8 +42,14 @@
 // already holds — files by their names (a batch re-cut at its mark
 // overwrites them), the table by re-reading its positions at every commit
 // try, the Kafka output by leaving out the records before the group's
-// offset it read at the partition's start. Without files, the table
-// commits a batch before its transaction, so a stop between them leaves
-// the table ahead; the group's offset then decides, and the table skips
-// the batch the re-cut writes again.
+// offset it read at the partition's start.
+//
+// Where a partition starts is decided in one place, package start
+// (pipeline/start): it weighs the group's offset and cut mark, the files'
+// resume record, the table's position, the transactions' offsets,
+// start_offset, a backfill's range and the topic's id, and returns the
+// position with what decided it and why. The job gathers those facts
+// (offsets.go, resume.go, tableresume.go), carries out what the decision
+// asks and logs it once per partition start (partitionstart.go); package
+// start's comment and docs/guarantees.md list the reasons.
 package pipeline

@@ -579,27 +579,12 @@ func spreadRF3() [][]int {
 
 var zones = []string{"az-a", "az-b", "az-c"}
 
-// createGroupTopic is createTopic, then a wait until every broker's
-// metadata has the topic: a member asks whichever broker it reaches.
+// createGroupTopic is testkit.CreateTopic (which waits until every
+// broker's metadata has the topic: a member asks whichever broker it
+// reaches).
 func createGroupTopic(t *testing.T, client *kafka.Client, replicas ...[]int) string {
 	t.Helper()
-	topic := testkit.CreateTopic(t, client, replicas...)
-	deadline := time.Now().Add(20 * time.Second)
-	for _, addr := range testkit.Brokers {
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			md, err := client.Metadata(ctx, &kafka.MetadataRequest{Addr: kafka.TCP(addr), Topics: []string{topic}})
-			cancel()
-			if err == nil && len(md.Topics) == 1 && md.Topics[0].Error == nil && len(md.Topics[0].Partitions) == len(replicas) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("broker %s does not know topic %s after 20s (%v)", addr, topic, err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	return topic
+	return testkit.CreateTopic(t, client, replicas...)
 }
 
 // TestGroupReadsZoneLocally: three members, one per rack, read an RF 3 topic

@@ -4,45 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 
 	"github.com/logstore/logstore/pipeline/group"
+	"github.com/logstore/logstore/pipeline/start"
 )
 
-// cutPrefix marks a committed offset whose batch was cut but not yet
-// confirmed by every sink: the cut mark "cut:<last>" means "the batch from
-// this offset ends at offset last; cut it there again".
-const cutPrefix = "cut:"
-
-// position is where a partition stands in the group.
-type position struct {
-	Offset int64 // next offset to read; -1 when the group never committed
-	Cut    int64 // the last offset of a pending cut mark, or -1
-	// Layout is the files' layout the pending cut was made with (see
-	// markOf); "" when none is recorded, or by Fingerprint alone.
-	Layout      string
-	Fingerprint string
-	// TopicID is Kafka's id of the topic the pending cut was read from;
-	// "" when the mark does not say.
-	TopicID string
-}
-
-// parseCut reads the commit metadata the pipeline writes; anything else
-// (another tool's metadata) is no pending cut.
-func parseCut(meta string) int64 {
-	if !strings.HasPrefix(meta, cutPrefix) {
-		return -1
-	}
-	b, err := strconv.ParseInt(meta[len(cutPrefix):], 10, 64)
-	if err != nil || b < 0 {
-		return -1
-	}
-	return b
-}
+// position is where a partition stands in the group, or starts (package
+// start decides which).
+type position = start.Position
 
 // committer writes offsets for one group generation. Every commit carries
 // the generation id and member id, so the coordinator rejects a member that
@@ -198,9 +170,9 @@ func (j *Job) fetchPositions(ctx context.Context, assigned map[string][]int) (ma
 	for topic, ps := range assigned {
 		out[topic] = make(map[int]position, len(ps))
 		for _, p := range ps {
-			out[topic][p] = position{Offset: -1, Cut: -1}
+			out[topic][p] = start.None
 			if c, ok := got[topic][int32(p)]; ok && c.Offset >= 0 {
-				out[topic][p] = parseMark(c.Metadata).at(c.Offset)
+				out[topic][p] = start.ParseMark(c.Metadata).At(c.Offset)
 			}
 		}
 	}
@@ -220,14 +192,14 @@ func fetchPositions(ctx context.Context, client *kafka.Client, group string, par
 	for topic, ps := range parts {
 		out[topic] = make(map[int]position, len(ps))
 		for _, p := range ps {
-			out[topic][p] = position{Offset: -1, Cut: -1}
+			out[topic][p] = start.None
 		}
 		for _, p := range resp.Topics[topic] {
 			if p.Error != nil {
 				return nil, fmt.Errorf("committed offset of %s/%d: %w", topic, p.Partition, p.Error)
 			}
 			if p.CommittedOffset >= 0 {
-				out[topic][p.Partition] = parseMark(p.Metadata).at(p.CommittedOffset)
+				out[topic][p.Partition] = start.ParseMark(p.Metadata).At(p.CommittedOffset)
 			}
 		}
 	}

@@ -87,7 +87,7 @@ func (w *worker) deadInTxn(d deadLetterWriter) bool {
 // after its transaction committed (flush leaves it here): the files alone
 // are not the output, and a record written before would make the member
 // taking over continue after a batch whose rows a killed transaction took
-// away (reconcile's "written whole; its commit was not").
+// away (package start: "the pending cut is in the output whole").
 func (w *worker) commitNext(ctx context.Context, last int64) error {
 	b := &w.batch
 	if w.eos == nil {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/logstore/logstore/pipeline/start"
 )
 
 // TestPendingResumeRecordTheGroupIsPastIsSettled: a member killed after
@@ -41,7 +43,7 @@ func TestPendingResumeRecordTheGroupIsPastIsSettled(t *testing.T) {
 	}
 	// As the kill left it: the last batch being written.
 	pending := r
-	pending.Next, pending.Mark = r.First, markOf(r.Last, r.TopicID, "")
+	pending.Next, pending.Mark = r.First, start.MarkOf(r.Last, r.TopicID, "")
 	b, _ := json.Marshal(pending)
 	if err := os.WriteFile(name, b, 0o644); err != nil {
 		t.Fatal(err)

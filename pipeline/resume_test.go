@@ -3,55 +3,11 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"github.com/logstore/logstore/sink"
-	"strings"
 	"testing"
-)
 
-func TestReconcile(t *testing.T) {
-	tests := []struct {
-		name     string
-		group    position
-		out      resumeRecord
-		ok       bool
-		want     position
-		wantNote string
-	}{
-		{name: "no output record", group: position{Offset: 40, Cut: -1}, want: position{Offset: 40, Cut: -1}},
-		{name: "the group's offsets expired", group: position{Offset: -1, Cut: -1}, out: resumeRecord{First: 30, Next: 40}, ok: true,
-			want: position{Offset: 40, Cut: -1}, wantNote: "offsets.retention.minutes"},
-		{name: "they agree", group: position{Offset: 40, Cut: -1}, out: resumeRecord{First: 30, Next: 40}, ok: true, want: position{Offset: 40, Cut: -1}},
-		{name: "the group is ahead (filtered batches write no file)", group: position{Offset: 90, Cut: -1}, out: resumeRecord{First: 30, Next: 40}, ok: true,
-			want: position{Offset: 90, Cut: -1}},
-		{name: "a pending cut not in the output is re-cut", group: position{Offset: 40, Cut: 49}, out: resumeRecord{First: 30, Next: 40}, ok: true,
-			want: position{Offset: 40, Cut: 49}},
-		{name: "a pending cut the output holds whole", group: position{Offset: 40, Cut: 49}, out: resumeRecord{First: 40, Next: 50}, ok: true,
-			want: position{Offset: 50, Cut: -1}},
-		{name: "the group was reset behind the output", group: position{Offset: 0, Cut: -1}, out: resumeRecord{First: 30, Next: 40}, ok: true,
-			want: position{Offset: 40, Cut: -1}, wantNote: "behind the output"},
-		{name: "a batch being written, the group's offsets gone", group: position{Offset: -1, Cut: -1}, out: resumeRecord{First: 40, Last: 49, Next: 40, Mark: "cut:49"}, ok: true,
-			want: position{Offset: 40, Cut: 49}, wantNote: "re-cutting the batch the output was writing"},
-		{name: "a batch being written, the group behind it", group: position{Offset: 10, Cut: -1}, out: resumeRecord{First: 40, Last: 49, Next: 40, Mark: "cut:49"}, ok: true,
-			want: position{Offset: 40, Cut: 49}, wantNote: "lost the pending cut"},
-		{name: "a batch being written, the group at it without its mark", group: position{Offset: 40, Cut: -1}, out: resumeRecord{First: 40, Last: 49, Next: 40, Mark: "cut:49"}, ok: true,
-			want: position{Offset: 40, Cut: 49}, wantNote: "lost the pending cut"},
-		{name: "a batch being written, the group holds its mark", group: position{Offset: 40, Cut: 49}, out: resumeRecord{First: 40, Last: 49, Next: 40, Mark: "cut:49"}, ok: true,
-			want: position{Offset: 40, Cut: 49}},
-		{name: "a batch being written, the group past it", group: position{Offset: 50, Cut: -1}, out: resumeRecord{First: 40, Last: 49, Next: 40, Mark: "cut:49"}, ok: true,
-			want: position{Offset: 50, Cut: -1}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, note := reconcile(tt.group, tt.out, tt.ok)
-			if got != tt.want {
-				t.Errorf("start %+v, want %+v", got, tt.want)
-			}
-			if (tt.wantNote == "") != (note == "") || !strings.Contains(note, tt.wantNote) {
-				t.Errorf("note %q, want one saying %q", note, tt.wantNote)
-			}
-		})
-	}
-}
+	"github.com/logstore/logstore/pipeline/start"
+	"github.com/logstore/logstore/sink"
+)
 
 // fakeResume keeps records in memory and notes how many commits had been
 // made when each was saved.
@@ -122,24 +78,14 @@ func TestOutputRemembersABatchBeingWritten(t *testing.T) {
 		t.Fatal("the run went on after its sink failed")
 	}
 	rec, ok, _ := r.loadResume(context.Background(), "t", 0)
-	got, _ := reconcile(position{Offset: -1, Cut: -1}, rec, ok)
+	if !ok {
+		t.Fatal("no resume record")
+	}
+	got, err := start.Decide(start.Known{Topic: "t", Group: start.None, Files: rec.known()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got.Offset != 0 || got.Cut != 39 {
 		t.Errorf("sink saw %v; with the group's offsets gone the run starts at %+v, want a re-cut of 0-39", s.batches, got)
-	}
-}
-
-// TestOtherTopic: only two known, different ids make a position another
-// topic's; a resume record or mark of an older version (no id), or brokers
-// that keep none, compare equal, so such a record is resumed as before and
-// the next batch's record names the topic.
-func TestOtherTopic(t *testing.T) {
-	const a, b = "b9f83c9883f442a8a19b6b7c907c4f04", "0c5e5f8d1f2a4e7b9a3c6d2e1f0a9b8c"
-	for _, tt := range []struct {
-		recorded, now string
-		want          bool
-	}{{"", a, false}, {a, "", false}, {a, a, false}, {a, b, true}} {
-		if got := otherTopic(tt.recorded, tt.now); got != tt.want {
-			t.Errorf("otherTopic(%q, %q) = %v, want %v", tt.recorded, tt.now, got, tt.want)
-		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/logstore/logstore/pipeline/decode"
 	"github.com/logstore/logstore/pipeline/fetch"
 	"github.com/logstore/logstore/pipeline/group"
+	"github.com/logstore/logstore/pipeline/start"
 	"github.com/logstore/logstore/rack"
 	"github.com/logstore/logstore/sink"
 )
@@ -302,7 +303,11 @@ type readyWorker struct {
 	pos position
 }
 
-// prepare reads the group's positions and makes a worker per partition.
+// prepare reads what is known of the partitions (the group's positions
+// in one request, start_offset and the topic's id per topic), decides
+// where each starts (startOf) and makes its worker. Each start is logged
+// once, when every partition's is decided: a prepare that fails is tried
+// again, partition by partition.
 func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit committer, targets map[string]map[int]int64, mode Mode) ([]readyWorker, error) {
 	var positions map[string]map[int]position
 	if _, ok := commit.(noCommit); !ok {
@@ -312,6 +317,13 @@ func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit com
 		}
 	}
 	var ready []readyWorker
+	var starts []start.Start
+	fail := func(err error) ([]readyWorker, error) {
+		for _, s := range ready {
+			s.w.reader.Close()
+		}
+		return nil, err
+	}
 	for topic, ps := range assigned {
 		offsets, err := j.uncommittedStarts(ctx, topic, ps, positions[topic], mode)
 		var topicID string
@@ -319,32 +331,16 @@ func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit com
 			topicID, err = j.topicID(ctx, topic)
 		}
 		if err != nil {
-			for _, s := range ready {
-				s.w.reader.Close()
-			}
-			return nil, err
+			return fail(err)
 		}
 		for _, p := range ps {
-			pos := position{Offset: offsets[p], Cut: -1}
-			if got, ok := positions[topic][p]; ok && got.Offset >= 0 {
-				pos = got
-			}
-			if positions != nil {
+			s := start.Start{}
+			if positions == nil {
+				s, _ = start.Decide(start.Known{Topic: topic, Partition: p, Backfill: true, BackfillFrom: offsets[p]})
+			} else {
 				j.removeLeftovers(ctx, topic, p)
-				out, err := j.resumed(ctx, topic, p, positions[topic][p], topicID)
-				if err == nil && out != nil {
-					// The group takes the output's position at once: lag
-					// shows right, and the group is a checkpoint again.
-					err = commit.commit(ctx, topic, p, out.Offset, "")
-				}
-				if err != nil {
-					for _, s := range ready {
-						s.w.reader.Close()
-					}
-					return nil, err
-				}
-				if out != nil {
-					pos = *out
+				if s, err = j.startOf(ctx, topic, p, positions[topic][p], offsets[p], topicID, commit); err != nil {
+					return fail(err)
 				}
 			}
 			target := int64(-1)
@@ -352,16 +348,16 @@ func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit com
 				target = targets[topic][p]
 			}
 			w := j.newWorker(topic, p, commit, target, mode.Prefix)
-			w.topicID = topicID
-			if got, ok := positions[topic][p]; ok && j.eos != nil {
-				// Committed in the transactions: where the Kafka output stands.
-				w.inKafka = got.Offset
-			}
+			w.topicID, w.inKafka = topicID, s.InKafka
 			if mode.plan != nil {
 				w.stride = mode.plan.Stride
 			}
-			ready = append(ready, readyWorker{w, pos})
+			ready = append(ready, readyWorker{w, s.Position})
+			starts = append(starts, s)
 		}
+	}
+	for i, s := range starts {
+		j.logStart(ctx, ready[i].w.topic, ready[i].w.partition, s)
 	}
 	return ready, nil
 }

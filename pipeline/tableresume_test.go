@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logstore/logstore/pipeline/start"
 	"github.com/logstore/logstore/sink"
 	"github.com/logstore/logstore/sink/iceberg"
 )
@@ -57,8 +58,8 @@ func TestTableOnlyJobResumesAfterTheTable(t *testing.T) {
 		{"the pending cut committed to the table", position{Offset: 100, Cut: 199}, 200},
 		{"group ahead (batches with no rows)", position{Offset: 300, Cut: -1}, 300},
 	} {
-		if pos, _ := reconcile(tc.group, out, ok); pos.Offset != tc.want {
-			t.Errorf("%s: starts at %d, want %d", tc.name, pos.Offset, tc.want)
+		if s, err := start.Decide(start.Known{Topic: "logs", Group: tc.group, Table: out.known()}); err != nil || s.Offset != tc.want {
+			t.Errorf("%s: starts at %d (%v), want %d", tc.name, s.Offset, err, tc.want)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/logstore/logstore/internal/clock"
+	"github.com/logstore/logstore/pipeline/start"
 )
 
 // An --until now run ends when the group, not only this member, has read
@@ -84,11 +85,13 @@ func (s *partitionSet) unfinished(ctx context.Context) (int, error) {
 			return 0, err
 		}
 		for _, p := range ps {
-			at, ok := starts[p]
-			if pos, committed := positions[topic][p]; committed && pos.Offset >= 0 {
-				at, ok = pos.Offset, true
+			fresh, ok := starts[p]
+			if !ok {
+				fresh = -1 // unknown: taken as not reached
 			}
-			if !ok || at < s.targets[topic][p] {
+			// The group's view alone: the output's record is its owner's to read.
+			at, _ := start.Decide(start.Known{Topic: topic, Partition: p, Group: positions[topic][p], StartOffset: fresh})
+			if at.Offset < s.targets[topic][p] {
 				left++
 			}
 		}

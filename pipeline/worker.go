@@ -16,6 +16,7 @@ import (
 	"github.com/logstore/logstore/pipeline/decode"
 	"github.com/logstore/logstore/pipeline/fetch"
 	"github.com/logstore/logstore/pipeline/record"
+	"github.com/logstore/logstore/pipeline/start"
 	"github.com/logstore/logstore/sink"
 )
 
@@ -121,17 +122,9 @@ func (e errFatal) Unwrap() error { return e.err }
 // flushWait) so the next owner starts where this one stopped; a flush that
 // ctx cut short leaves its mark, and the next owner re-cuts the same batch.
 func (w *worker) run(ctx context.Context, pos position) error {
-	w.next, w.cut = pos.Offset, pos.Cut
-	if w.cut >= 0 && w.cut < w.next {
-		w.cut = -1 // a stale mark: the batch was committed after all
-	}
-	if w.cut >= 0 {
-		w.log.Info("re-cutting a batch that was marked but not confirmed", "from", w.next, "cut", w.cut)
-		if pos.Layout != "" && pos.Layout != w.layout {
-			w.cutLayout = pos.Layout
-			w.log.Warn("the files layout changed since the pending cut; finishing it with the layout it was cut with, then switching",
-				"cut_layout", fingerprint(pos.Layout), "layout", fingerprint(w.layout))
-		}
+	w.next, w.cut = pos.Offset, pos.Cut // package start decided, and said why
+	if w.cut >= 0 && pos.Layout != "" && pos.Layout != w.layout {
+		w.cutLayout = pos.Layout // the pending cut finishes with the layout it was cut with
 	}
 	if w.cut < 0 {
 		w.cut = w.plannedCut(w.next)
@@ -446,7 +439,7 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 		// take it again (its spool is gone); commit next.
 		last = b.last
 	} else if w.using = w.batchLayout(); len(b.rows) > 0 || b.staged > 0 || len(b.dead) > 0 {
-		if err := w.commitRetrying(ctx, b.first, markOf(last, w.topicID, w.using)); err != nil {
+		if err := w.commitRetrying(ctx, b.first, start.MarkOf(last, w.topicID, w.using)); err != nil {
 			return err
 		}
 		sink.Failpoint(ctx, sink.FailMarked)

@@ -33,9 +33,11 @@ import (
 const spoolDiskBytes = 16 << 20
 
 // stallSlack is how long a partition may stand still outside the faults:
-// a killed member's session timeout (10 s) and the rebalance after it, a
-// retry's backoff that began during a fault, and the pauses between faults
-// that come one after another.
+// the rebalance after a killed member is dropped from the group (a kill's
+// fault lasts until the coordinator drops the dead member: its session
+// timeout, 10 s, or longer, see untilDropped), the partition's restart on
+// its new owner, a retry's backoff that began during a fault, and the
+// pauses between faults that come one after another.
 const stallSlack = 45 * time.Second
 
 // keepFull keeps the disk of filler full for d: what the members free
@@ -365,4 +367,114 @@ func checkEveryFile(t *testing.T, out string) {
 		t.Error("no file read back")
 	}
 	t.Logf("every file read back with its checksums: %d files, %d rows", v.Files, v.Rows)
+}
+
+// stallTimeline is what explains a stall, for a failed run's log: the
+// group coordinator's lines about group from the brokers' logs and the
+// members' generations, departures, warnings and lines about the stalled
+// partition, from a little before the stall to its end, in time order.
+func stallTimeline(t *testing.T, group string, st stall, members []*chaosMember) string {
+	from, to := st.at.Add(-5*time.Second), st.at.Add(st.d+5*time.Second)
+	type line struct {
+		at   time.Time
+		text string
+	}
+	var lines []line
+	keep := func(at time.Time, text string) {
+		if !at.Before(from) && !at.After(to) {
+			lines = append(lines, line{at, text})
+		}
+	}
+	brokerLogs, _ := filepath.Glob(filepath.Join(testkit.StateDir(t), "kafka", "node-*", "logs", "server.log*"))
+	for _, name := range brokerLogs {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		node := filepath.Base(filepath.Dir(filepath.Dir(name)))
+		for l := range strings.Lines(string(b)) {
+			// [2026-12-04 20:37:13,087] INFO [GroupCoordinator id=2 ...] ...
+			if !strings.Contains(l, group) || len(l) < 25 || l[0] != '[' {
+				continue
+			}
+			at, err := time.ParseInLocation("2006-01-02 15:04:05,000", l[1:24], time.Local)
+			if err == nil {
+				keep(at, node+": "+strings.TrimSpace(l[25:]))
+			}
+		}
+	}
+	partition := fmt.Sprintf(`"partition":%d,`, st.partition)
+	for i, m := range members {
+		for l := range strings.Lines(m.logs()) {
+			var rec struct {
+				Time  time.Time `json:"time"`
+				Level string    `json:"level"`
+				Msg   string    `json:"msg"`
+			}
+			if json.Unmarshal([]byte(l), &rec) != nil {
+				continue
+			}
+			if rec.Msg == "generation" || rec.Level == "WARN" || rec.Level == "ERROR" || strings.Contains(l, partition) ||
+				strings.Contains(rec.Msg, "group") {
+				keep(rec.Time, fmt.Sprintf("member %d (%s): %s", i, m.rack, strings.TrimSpace(l)))
+			}
+		}
+	}
+	slices.SortStableFunc(lines, func(a, b line) int { return a.at.Compare(b.at) })
+	var b strings.Builder
+	fmt.Fprintf(&b, "what happened around the stall of partition %d (%s to %s):\n", st.partition, from.Format("15:04:05.000"), to.Format("15:04:05.000"))
+	const most = 150
+	for i, l := range lines {
+		if i == most {
+			fmt.Fprintf(&b, "... and %d lines more\n", len(lines)-most)
+			break
+		}
+		text := l.text
+		if len(text) > 400 {
+			text = text[:400] + "…"
+		}
+		fmt.Fprintf(&b, "%s %s\n", l.at.Format("15:04:05.000"), text)
+	}
+	return b.String()
+}
+
+// addUntil records a fault that began at from and ends when the call to
+// until returns.
+func (f *faultWindows) addUntil(from time.Time, until func()) {
+	until()
+	f.add(from)
+}
+
+// memberID is the member id a member's log last names (when the
+// coordinator named it, in each generation), "" if none.
+func memberID(log string) string {
+	id := ""
+	for l := range strings.Lines(log) {
+		var rec struct{ Msg, Member string }
+		if json.Unmarshal([]byte(l), &rec) == nil && rec.Member != "" &&
+			(rec.Msg == "generation" || rec.Msg == "the coordinator named this member") {
+			id = rec.Member
+		}
+	}
+	return id
+}
+
+// untilDropped waits until the group's coordinator no longer counts
+// member among group's members (at most limit). A SIGKILLed dynamic
+// member stays in the group until its session times out, longer when it
+// died with a JoinGroup under way (the coordinator keeps a member awaiting
+// join until the join completes, up to the rebalance timeout) or as the
+// generation's leader (the others wait in SyncGroup until its session
+// ends): time the protocol takes, not the job.
+func untilDropped(group, member string, limit time.Duration) {
+	client := &kafka.Client{Addr: kafka.TCP(strings.Split(bootstrap, ",")...), Timeout: 10 * time.Second}
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		resp, err := client.DescribeGroups(context.Background(), &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
+		if err != nil || len(resp.Groups) != 1 || resp.Groups[0].Error != nil {
+			continue
+		}
+		if !slices.ContainsFunc(resp.Groups[0].Members, func(m kafka.DescribeGroupsResponseMember) bool { return m.MemberID == member }) {
+			return
+		}
+	}
 }

@@ -41,6 +41,9 @@ type chaosMember struct {
 	// be started again when it ends.
 	stopping bool
 	fired    []string // the failpoints its processes killed themselves at
+	// killed is told of a process killed at a failpoint: its output and
+	// when it died.
+	killed func(output string, at time.Time)
 }
 
 func (m *chaosMember) start() { m.startAt("") }
@@ -81,6 +84,9 @@ func (m *chaosMember) spawn(fp string) error {
 		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 		if m.cmd == cmd && !m.stopping && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
 			m.fired = append(m.fired, fp)
+			if m.killed != nil {
+				m.killed(m.out.String(), time.Now())
+			}
 			if err := m.spawn(""); err != nil {
 				m.t.Errorf("restarting member %s after its failpoint %s: %v", m.rack, fp, err)
 			}
@@ -193,7 +199,9 @@ func poisonRecord(t *testing.T) []byte {
 // CHAOS_RECORDS, CHAOS_EVENTS, CHAOS_RATE (records/s per member),
 // CHAOS_FLOOD (malformed records in the flood), CHAOS_BUDGET (the members'
 // memory_budget, 16 MiB) and CHAOS_SEED size it;
-// CHAOS_LOGS=dir keeps every member process's log there;
+// CHAOS_PLAN replays a plan (kinds separated by commas, e.g. kill,kill);
+// CHAOS_LOGS=dir keeps every member process's log there; a stall prints
+// the coordinator's and the members' lines around it;
 // scripts/chaos/run.sh runs the long version. The disk-full fault mounts a
 // tmpfs and so needs root; other users run without it.
 func TestChaos(t *testing.T) {
@@ -217,6 +225,16 @@ func TestChaos(t *testing.T) {
 		kinds = slices.DeleteFunc(slices.Clone(kinds), func(k string) bool { return k == "disk-full" })
 	}
 	plan := chaosPlan(rng, events, kinds)
+	if fixed := os.Getenv("CHAOS_PLAN"); fixed != "" {
+		// A plan to replay, e.g. CHAOS_PLAN=kill,kill: the faults in this
+		// order, their moments and members still drawn from the seed.
+		plan = strings.Split(fixed, ",")
+		for _, ev := range plan {
+			if !slices.Contains(kinds, ev) {
+				t.Fatalf("CHAOS_PLAN: %q is not a fault this run can play; choose from %v", ev, kinds)
+			}
+		}
+	}
 	// Failpoints draw from a generator of their own: the plan and its
 	// timing stay what the seed made them before failpoints came.
 	failpoints := func() string { return "" }
@@ -276,9 +294,22 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	faults := &faultWindows{}
+	// A killed member's fault lasts while the dead member is in the group:
+	// the coordinator's time (untilDropped), not the job's.
+	var dropped sync.WaitGroup
+	killed := func(output string, at time.Time) {
+		if id := memberID(output); id != "" {
+			dropped.Add(1)
+			go func() {
+				defer dropped.Done()
+				faults.addUntil(at, func() { untilDropped(group, id, 2*time.Minute) })
+			}()
+		}
+	}
 	var members []*chaosMember
 	for _, rack := range []string{"az-a", "az-b", "az-c"} {
-		m := &chaosMember{t: t, cfg: cfg, rack: rack}
+		m := &chaosMember{t: t, cfg: cfg, rack: rack, killed: killed}
 		m.start()
 		members = append(members, m)
 	}
@@ -310,7 +341,6 @@ func TestChaos(t *testing.T) {
 	for _, o := range odd.offsets {
 		ends[o.partition]++
 	}
-	faults := &faultWindows{}
 	stalls := watchStalls(t, group, topic, ends, faults)
 	pause := func(min, spread int) { time.Sleep(time.Duration(min+rng.IntN(spread)) * time.Millisecond) }
 	began, midRun := time.Now(), 0
@@ -327,6 +357,7 @@ func TestChaos(t *testing.T) {
 		case "kill":
 			m := members[rng.IntN(len(members))]
 			m.stop(syscall.SIGKILL)
+			killed(m.output(), faultBegan)
 			fp := failpoints()
 			m.startAt(fp)
 			ev += " " + m.rack
@@ -419,11 +450,13 @@ func TestChaos(t *testing.T) {
 			fired[name]++
 		}
 	}
+	dropped.Wait()
 	worst := stalls()
 	if worst.outside > stallSlack {
 		t.Errorf("partition %d stood still for %s with records to read (from %.1fs into the run), %s of it while no fault was under way: "+
 			"a partition may wait out a fault, not more (stallSlack %s)", worst.partition, worst.d.Round(time.Second), worst.at.Sub(began).Seconds(),
 			worst.outside.Round(time.Second), stallSlack)
+		t.Log(stallTimeline(t, group, worst, append(members, visitors...)))
 	}
 
 	t.Setenv("AWS_ENDPOINT_URL_S3", direct) // pyarrow reads the bucket itself

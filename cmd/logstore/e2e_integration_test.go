@@ -78,6 +78,7 @@ func e2eTopic(t *testing.T, partitions int) string {
 	t.Cleanup(func() {
 		_, _ = client.DeleteTopics(context.Background(), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
 	})
+	testkit.WaitForTopic(t, topic, partitions)
 	return topic
 }
 

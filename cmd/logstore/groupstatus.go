@@ -314,7 +314,7 @@ func deref(s *string) string {
 }
 
 // pendingCut is the last offset of the cut a committed cut mark
-// ("cut:<last> …", pipeline/mark.go) says is being written, -1 for none.
+// ("cut:<last> …", pipeline/start/mark.go) says is being written, -1 for none.
 func pendingCut(meta string) int64 {
 	rest, ok := strings.CutPrefix(meta, "cut:")
 	if !ok {

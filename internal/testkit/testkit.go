@@ -89,6 +89,7 @@ func CreateTopic(t testing.TB, client *kafka.Client, replicas ...[]int) string {
 				ready = ready && p.Leader.ID == replicas[p.ID][0] && len(p.Isr) == len(replicas[p.ID])
 			}
 			if ready {
+				WaitForTopic(t, topic, len(replicas))
 				return topic
 			}
 		}
@@ -175,6 +176,51 @@ func StartIMDSMock(t *testing.T, zoneName, zoneID string) string {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the IMDS mock does not listen on %s", endpoint)
+		}
+	}
+}
+
+// StateDir is where the scripts keep the services' state and logs:
+// $LOGSTORE_STATE, else <repo>/.state (scripts/lib.sh decides the same).
+func StateDir(t testing.TB) string {
+	t.Helper()
+	if dir := os.Getenv("LOGSTORE_STATE"); dir != "" {
+		return dir
+	}
+	return filepath.Join(RepoRoot(t), ".state")
+}
+
+// WaitForTopic waits until every broker of the test cluster has topic in
+// its metadata with a leader for each of its partitions: CreateTopics
+// answers once the controller made it, and a client that asks a broker
+// which has not heard of it yet is told UNKNOWN_TOPIC_OR_PARTITION (seen
+// on a loaded machine, right after a broker's restart).
+func WaitForTopic(t testing.TB, topic string, partitions int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		known := 0
+		for _, addr := range Brokers {
+			c := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 5 * time.Second}
+			md, err := c.Metadata(context.Background(), &kafka.MetadataRequest{Topics: []string{topic}})
+			if err != nil || len(md.Topics) != 1 || md.Topics[0].Error != nil || len(md.Topics[0].Partitions) != partitions {
+				break
+			}
+			led := 0
+			for _, p := range md.Topics[0].Partitions {
+				if p.Error == nil && p.Leader.ID >= 0 && p.Leader.Host != "" {
+					led++
+				}
+			}
+			if led != partitions {
+				break
+			}
+			known++
+		}
+		if known == len(Brokers) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("topic %s: not every broker knows its %d partitions and their leaders 30 s after it was made", topic, partitions)
 		}
 	}
 }

@@ -338,6 +338,9 @@ func (m *Member) join(ctx context.Context, owned, had Assignment) (Generation, e
 		case err == nil:
 		case errors.Is(err, kafka.MemberIDRequired):
 			// KIP-394: the broker named our member id; join again with it.
+			// Logged, so that the broker's lines about this id (a member
+			// that failed, left) can be traced to this process.
+			m.log.Info("the coordinator named this member", "member", res.MemberID, "instance", m.cfg.InstanceID)
 			m.set(-1, res.MemberID)
 			continue
 		case errors.Is(err, kafka.UnknownMemberId):

@@ -11,37 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/logstore/logstore/pipeline/record"
+	"github.com/logstore/logstore/pipeline/start"
 	"github.com/logstore/logstore/sink"
 )
-
-func TestParseMark(t *testing.T) {
-	layout := `{"max_file_bytes":1}`
-	const id = "b9f83c9883f442a8a19b6b7c907c4f04"
-	long := strings.Repeat("x", 4000)
-	tests := []struct {
-		meta string
-		want cutMark
-	}{
-		{"cut:41", cutMark{Last: 41}}, // a mark of an older version
-		{"cut:41 layout:" + fingerprint(layout) + " " + layout, cutMark{Last: 41, Layout: layout, Fingerprint: fingerprint(layout)}}, // and a newer one
-		{markOf(41, "", layout), cutMark{Last: 41, Layout: layout, Fingerprint: fingerprint(layout)}},
-		{markOf(41, id, layout), cutMark{Last: 41, TopicID: id, Layout: layout, Fingerprint: fingerprint(layout)}},
-		{markOf(41, id, ""), cutMark{Last: 41, TopicID: id}},
-		{markOf(41, "", ""), cutMark{Last: 41}},
-		{"cut:41 layout:000000000000 " + layout, cutMark{Last: 41, Fingerprint: "000000000000"}}, // not what was written
-		{markOf(41, id, long), cutMark{Last: 41, TopicID: id, Fingerprint: fingerprint(long)}},   // too long to record: fingerprint only
-		{"someone else's", cutMark{Last: -1}},
-		{"", cutMark{Last: -1}},
-	}
-	for _, tt := range tests {
-		if got := parseMark(tt.meta); got != tt.want {
-			t.Errorf("parseMark(%.60q) = %+v; want %+v", tt.meta, got, tt.want)
-		}
-	}
-	if m := markOf(41, id, long); len(m) > maxMarkBytes {
-		t.Errorf("a mark of %d bytes", len(m))
-	}
-}
 
 // filesAt is a real files sink writing into dir, partitioned by n when
 // byN is set.
@@ -76,7 +48,7 @@ func TestWorkerRecutKeepsTheLayoutOfItsMark(t *testing.T) {
 	if !slices.Equal(files, want) {
 		t.Errorf("files %v, want %v", files, want)
 	}
-	if c.calls[0].meta != markOf(1, "", old.Layout()) || c.calls[2].meta != markOf(3, "", now.Layout()) {
+	if c.calls[0].meta != start.MarkOf(1, "", old.Layout()) || c.calls[2].meta != start.MarkOf(3, "", now.Layout()) {
 		t.Errorf("marks %q, %q: want each with the layout its batch was written with", c.calls[0].meta, c.calls[2].meta)
 	}
 }
@@ -116,7 +88,7 @@ func TestWorkerRecutStagesWithTheLayoutOfItsMark(t *testing.T) {
 func TestMarkByFingerprintOnlyIsComparedWithTheLayout(t *testing.T) {
 	c := fakeCluster(t, kfake.SeedTopics(1, "logs"))
 	produceN(t, c.ListenAddrs(), 0, 10)
-	other := fingerprint(`{"partition_by":["a long layout of another config"]}`)
+	other := start.Fingerprint(`{"partition_by":["a long layout of another config"]}`)
 	client := &kafka.Client{Addr: kafka.TCP(c.ListenAddrs()...)}
 	resp, err := client.OffsetCommit(context.Background(), &kafka.OffsetCommitRequest{GroupID: "g", GenerationID: -1,
 		Topics: map[string][]kafka.OffsetCommit{"logs": {{Partition: 0, Offset: 0, Metadata: "cut:4 layout:" + other}}}})
@@ -135,19 +107,5 @@ dead_letter: {on_error: skip}
 	}
 	if files := filesUnder(t, out); len(files) != 0 {
 		t.Errorf("files %v: want none written under another layout", files)
-	}
-}
-
-func TestCheckCutLayout(t *testing.T) {
-	long := strings.Repeat("x", 4000)
-	mark := parseMark(markOf(4, "", long)).at(0)
-	if err := checkCutLayout("t", 0, mark, long); err != nil {
-		t.Errorf("the mark's own layout: %v", err)
-	}
-	if err := checkCutLayout("t", 0, mark, long+"y"); err == nil {
-		t.Error("another layout than the mark's fingerprint names: want an error")
-	}
-	if err := checkCutLayout("t", 0, parseMark("cut:4").at(0), long); err != nil {
-		t.Errorf("a mark of an older version, without a layout: %v", err)
 	}
 }
