@@ -64,11 +64,21 @@ func runTestJobStats(t *testing.T, raw string, mode Mode) (*Stats, error) {
 
 func produceN(t *testing.T, brokers []string, from, n int) {
 	t.Helper()
+	values := make([][]byte, n)
+	for i := range values {
+		values[i] = []byte(fmt.Sprintf(`{"n": %d}`, from+i))
+	}
+	produceValues(t, brokers, values)
+}
+
+// produceValues produces values to logs, round robin over its partitions.
+func produceValues(t *testing.T, brokers []string, values [][]byte) {
+	t.Helper()
 	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: "logs", Balancer: &kafka.RoundRobin{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll, Transport: &kafka.Transport{}}
 	defer w.Close()
-	msgs := make([]kafka.Message, n)
+	msgs := make([]kafka.Message, len(values))
 	for i := range msgs {
-		msgs[i].Value = []byte(fmt.Sprintf(`{"n": %d}`, from+i))
+		msgs[i].Value = values[i]
 	}
 	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
 		t.Fatal(err)

@@ -186,7 +186,7 @@ func (w *worker) loop(ctx context.Context) error {
 			continue
 		}
 		if len(msgs) > 0 {
-			sink.Failpoint(sink.FailFetched)
+			sink.Failpoint(ctx, sink.FailFetched)
 		}
 		ended, paced := false, 0
 		for i := range msgs {
@@ -442,7 +442,7 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 		if err := w.commitRetrying(ctx, b.first, start.MarkOf(last, w.topicID, w.using)); err != nil {
 			return err
 		}
-		sink.Failpoint(sink.FailMarked)
+		sink.Failpoint(ctx, sink.FailMarked)
 		if err := w.saveResume(ctx, last, true); err != nil {
 			return err
 		}
@@ -460,7 +460,7 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 			}
 		}
 		b.delivered, b.last = true, last
-		sink.Failpoint(sink.FailDelivered)
+		sink.Failpoint(ctx, sink.FailDelivered)
 	}
 	if err := w.commitNext(ctx, last); err != nil {
 		return err
@@ -525,16 +525,26 @@ func (w *worker) deliver(ctx context.Context, last int64) error {
 			b.wroteBy = i + 1
 			continue // its rows go in the transaction with next (commitNext)
 		}
+		if sink.CommitWayOf(s) == sink.CommitsBySnapshot {
+			// The dead letters go before the table's snapshot: without
+			// files the snapshot is the batch's record, and a next run
+			// after a stop between the two would start past the batch
+			// and never write its dead letters to the topic.
+			if err := w.writeDeadLetters(ctx, dead, last); err != nil {
+				return err
+			}
+		}
 		kind, start := sinkKind(s), time.Now()
 		err := w.retrySink(ctx, "writing a batch", kind, func() error { return s.Write(ctx, batch) })
 		if refused := sink.AsRowErrors(err); refused != nil {
 			// A refusal no check foresaw (the Parquet writer's): write the
-			// batch without those rows to every sink again, same names.
+			// batch without those rows to every sink again, same names,
+			// and the dead letters, which now hold those rows, again too.
 			// (Staged batches meet it in stage instead.)
 			if err := w.refuse(batch, refused); err != nil {
 				return err
 			}
-			i, b.wroteBy = -1, 0
+			i, b.wroteBy, b.deadBy = -1, 0, 0
 			continue
 		}
 		if err != nil {
@@ -543,6 +553,13 @@ func (w *worker) deliver(ctx context.Context, last int64) error {
 		b.wroteBy = i + 1
 		w.metrics.timeFlush(kind, start)
 	}
+	return w.writeDeadLetters(ctx, dead, last)
+}
+
+// writeDeadLetters writes the batch's dead letters with every dead-letter
+// writer that has not yet, but those that write in the transaction.
+func (w *worker) writeDeadLetters(ctx context.Context, dead []deadLetterWriter, last int64) error {
+	b := &w.batch
 	for ; b.deadBy < len(dead) && len(b.dead) > 0; b.deadBy++ {
 		d := dead[b.deadBy]
 		if w.deadInTxn(d) {

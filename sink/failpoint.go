@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"context"
 	"os"
 	"path"
 	"strconv"
@@ -57,33 +58,33 @@ const (
 	FailTableCommitted = "table-committed"     // the table holds the batch; the worker has not heard yet
 )
 
-// stopAt is an in-process test's point: its stop is called, once, the
+// stopPoint is an in-process test's point: its stop is called, once, the
 // n-th time the point is passed, and the caller goes on (a stop, not a
-// crash: what a SIGTERM or a revoke does at that moment).
-var stopAt atomic.Pointer[struct {
+// crash: what a SIGTERM or a revoke does at that moment). It rides on the
+// job's context, so jobs run side by side in one test process each stop at
+// their own point.
+type stopPoint struct {
 	name string
 	left atomic.Int64
 	stop func()
-}]
-
-// StopAt calls stop the n-th time the point name is passed, for tests that
-// stop a job in its process between two steps of the commit protocol;
-// the returned function removes it.
-func StopAt(name string, n int, stop func()) (remove func()) {
-	p := &struct {
-		name string
-		left atomic.Int64
-		stop func()
-	}{name: name, stop: stop}
-	p.left.Store(int64(n))
-	stopAt.Store(p)
-	return func() { stopAt.Store(nil) }
 }
 
-// Failpoint kills the process if LOGSTORE_FAILPOINT names this point and its
-// count is used up.
-func Failpoint(name string) {
-	if p := stopAt.Load(); p != nil && p.name == name && p.left.Add(-1) == 0 {
+type stopPointKey struct{}
+
+// StopAt returns ctx with a point that calls stop the n-th time a job run
+// with it (or a context made from it) passes the point name, for tests
+// that stop a job between two steps of the commit protocol.
+func StopAt(ctx context.Context, name string, n int, stop func()) context.Context {
+	p := &stopPoint{name: name, stop: stop}
+	p.left.Store(int64(n))
+	return context.WithValue(ctx, stopPointKey{}, p)
+}
+
+// Failpoint calls the stop of ctx's StopAt point name when its count is
+// used up, and kills the process if LOGSTORE_FAILPOINT names this point
+// and its count is used up.
+func Failpoint(ctx context.Context, name string) {
+	if p, _ := ctx.Value(stopPointKey{}).(*stopPoint); p != nil && p.name == name && p.left.Add(-1) == 0 {
 		p.stop()
 	}
 	if failpoint.name != name {
@@ -97,9 +98,9 @@ func Failpoint(name string) {
 
 // failpointStoring is the failpoint a Put of key passes while the file is
 // not yet in place; naming it costs nothing while no failpoint is set.
-func failpointStoring(key string) {
+func failpointStoring(ctx context.Context, key string) {
 	if failpoint.name != "" {
-		Failpoint(storingPoint(key))
+		Failpoint(ctx, storingPoint(key))
 	}
 }
 

@@ -336,7 +336,7 @@ func (f *Files) upload(ctx context.Context, st *stagedBatch, b *Batch) ([]Writte
 			if err := f.store.Put(ctx, key, sf, sf.Size()); err != nil {
 				return nil, err
 			}
-			Failpoint(FailFileSaved)
+			Failpoint(ctx, FailFileSaved)
 			stored = append(stored, WrittenFile{Key: key, Folder: name, Rows: fo.partRows[part], Bytes: sf.Size(), Footer: fo.footers[part]})
 		}
 	}

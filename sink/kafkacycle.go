@@ -177,9 +177,9 @@ func (k *Kafka) runCycle(ctx context.Context, group []*TxnPart) {
 		err = k.inCycle(ctx, group, errs)
 	}
 	if err == nil {
-		Failpoint(FailTxnEnding)
+		Failpoint(ctx, FailTxnEnding)
 		if err = k.p.CommitTxn(ctx); err == nil {
-			Failpoint(FailTxnCommitted)
+			Failpoint(ctx, FailTxnCommitted)
 			finish(group, nil)
 			return
 		}
@@ -232,7 +232,7 @@ func (k *Kafka) inCycle(ctx context.Context, group []*TxnPart, errs []error) err
 		wg.Go(func() { errs[i] = k.produce(ctx, p.Batch) })
 	}
 	wg.Wait()
-	Failpoint(FailInTxn)
+	Failpoint(ctx, FailInTxn)
 	for i, p := range group {
 		if errs[i] == nil && p.Also != nil {
 			errs[i] = p.Also(ctx)

@@ -73,7 +73,7 @@ func (s *FileStore) Put(ctx context.Context, key string, body io.ReaderAt, size 
 			return fmt.Errorf("file store: fsync %s: %w", path, err)
 		}
 	}
-	failpointStoring(key)
+	failpointStoring(ctx, key)
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("file store: writing %s: %w", path, err)
 	}

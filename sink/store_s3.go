@@ -243,7 +243,7 @@ func (s *S3Store) putMultipart(ctx context.Context, key string, body io.ReaderAt
 		firstErr = ctx.Err()
 	}
 	if firstErr == nil {
-		failpointStoring(key)
+		failpointStoring(ctx, key)
 		_, err = s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
 			Bucket:          &s.bucket,
 			Key:             &key,

@@ -262,7 +262,7 @@ func (t *Table) Write(ctx context.Context, b *sink.Batch) error {
 		t.mu.Lock()
 		t.stored[k] = st
 		t.mu.Unlock()
-		sink.Failpoint(sink.FailTableFiles)
+		sink.Failpoint(ctx, sink.FailTableFiles)
 	}
 	if err := t.commit(ctx, &pendingCommit{batch: refOf(b), files: st.files, done: make(chan error, 1)}); err != nil {
 		return err
@@ -270,7 +270,7 @@ func (t *Table) Write(ctx context.Context, b *sink.Batch) error {
 	t.mu.Lock()
 	delete(t.stored, k)
 	t.mu.Unlock()
-	sink.Failpoint(sink.FailTableCommitted)
+	sink.Failpoint(ctx, sink.FailTableCommitted)
 	return nil
 }
 
