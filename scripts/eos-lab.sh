@@ -355,7 +355,7 @@ report() {
 		def f(d): if . == null then "–" else (. * pow(10; d) | round / pow(10; d) | tostring) end;
 		def n: if . == null then "–" else (round | tostring | explode | reverse | [_nwise(3)] | map(reverse | implode) | reverse | join(",")) end;
 		.[0] as $b
-		| "| delivery | produced/s | lag max | lag end | lag trend, records/s (of the rate) | drained in, s | produce→visible p50 / p99, ms | every record once | members CPU-s per M | vs \($b.mode) | members, cores | producer CPU-s per M | brokers CPU-s per M | machine busy, cores (others') | load at start |",
+		| "| delivery | produced/s | lag max | lag end | lag trend, records/s (of the rate) | drained in, s | produce→visible p50 / p99, ms | every record once | members CPU-s per M | vs \($b.mode) | members, cores | producer CPU-s per M | brokers CPU-s per M | machine busy, cores (others) | load at start |",
 		  "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|",
 		  (.[] | "| \(.mode) | \(.produced_per_s | n) | \(.lag_max | n) | \(.lag_end | n) | \(.lag_slope_per_s | f(0)) (\(if .lag_slope_per_s == null then "–" else (.lag_slope_per_s / .rate * 100 | f(1)) + " %" end)) | \(.drain_s | f(1)) | \(.visible.p50_ms | n) / \(.visible.p99_ms | n) | \(if .visible.distinct == .produced and .visible.records == .produced then "yes" else "NO: \(.visible.records) read, \(.visible.distinct) distinct of \(.produced)" end) | \(.members_cpu_s_per_m | f(2)) | \(if $b.members_cpu_s_per_m then (.members_cpu_s_per_m / $b.members_cpu_s_per_m | f(2)) + "×" else "–" end) | \(.members_cores | f(2)) | \(.producer_cpu_s_per_m | f(2)) | \(.brokers_cpu_s_per_m | f(2)) | \(.machine_busy_cores | f(2)) (\(.others_cores | f(2))) | \(.loadavg_at_start) |")
 	' "$DIR/results.jsonl"
