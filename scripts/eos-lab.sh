@@ -265,6 +265,11 @@ run_mode() {
 	snapshot t1
 	sleep $((DURATION_S - WARMUP))
 	snapshot t2
+	# A member that stopped while the producer ran (a crash, or a signal
+	# from outside the lab) makes the figures meaningless: say so.
+	local early=""
+	for n in 1 2 3; do kill -0 "${PIDS[n]}" 2>/dev/null || early+="m$n "; done
+	[[ -z $early ]] || warn "$MODE: member(s) ${early% } stopped before the producer did; see $RUN/m*.log"
 	kill -TERM "$PRODUCER"
 	wait "$PRODUCER" || {
 		tail_logs "$RUN/produce.log"
@@ -284,7 +289,7 @@ run_mode() {
 	wait "$CONSUMER" || warn "$MODE: the consumer failed; see $RUN/visible.log"
 	wait "$LAGWATCH" || true
 	CONSUMER="" LAGWATCH=""
-	for n in 1 2 3; do kill -TERM "${PIDS[n]}"; done
+	for n in 1 2 3; do kill -TERM "${PIDS[n]}" 2>/dev/null || true; done
 	for n in 1 2 3; do
 		wait "${PIDS[n]}" || warn "$MODE: member m$n exited with an error; see $RUN/m$n.log"
 	done
@@ -302,7 +307,7 @@ run_mode() {
 		--argjson members $((t2_members - t1_members)) --argjson producer $((t2_producer - t1_producer)) \
 		--argjson consumer $((t2_consumer - t1_consumer)) --argjson brokers $((t2_brokers - t1_brokers)) \
 		--argjson busy $((bt2 - bt1)) --argjson total $((tt2 - tt1)) --argjson cores "$cores" \
-		--slurpfile visible "$RUN/visible.json" --rawfile lag "$RUN/lag.txt" '
+		--arg early "${early% }" --slurpfile visible "$RUN/visible.json" --rawfile lag "$RUN/lag.txt" '
 		def per_m(t): if $records > 0 then t / $hz / $records * 1e6 else null end;
 		# The lag while the producer ran, and its least-squares slope over the second half.
 		($lag | split("\n") | map(split(" ") | select(length == 2 and .[1] != "-") | map(tonumber))
@@ -324,7 +329,7 @@ run_mode() {
 		   brokers_cpu_s_per_m: per_m($brokers), brokers_cores: ($brokers / $hz / ($window / 1000)),
 		   machine_busy_cores: ($busy / $total * $cores),
 		   others_cores: ($busy / $total * $cores - ($members + $producer + $consumer + $brokers) / $hz / ($window / 1000)),
-		   loadavg_at_start: $load}' >>"$DIR/results.jsonl"
+		   loadavg_at_start: $load, members_stopped_early: $early}' >>"$DIR/results.jsonl"
 	cleanup_mode
 }
 
@@ -357,7 +362,7 @@ report() {
 		.[0] as $b
 		| "| delivery | produced/s | lag max | lag end | lag trend, records/s (of the rate) | drained in, s | produce→visible p50 / p99, ms | every record once | members CPU-s per M | vs \($b.mode) | members, cores | producer CPU-s per M | brokers CPU-s per M | machine busy, cores (others) | load at start |",
 		  "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|",
-		  (.[] | "| \(.mode) | \(.produced_per_s | n) | \(.lag_max | n) | \(.lag_end | n) | \(.lag_slope_per_s | f(0)) (\(if .lag_slope_per_s == null then "–" else (.lag_slope_per_s / .rate * 100 | f(1)) + " %" end)) | \(.drain_s | f(1)) | \(.visible.p50_ms | n) / \(.visible.p99_ms | n) | \(if .visible.distinct == .produced and .visible.records == .produced then "yes" else "NO: \(.visible.records) read, \(.visible.distinct) distinct of \(.produced)" end) | \(.members_cpu_s_per_m | f(2)) | \(if $b.members_cpu_s_per_m then (.members_cpu_s_per_m / $b.members_cpu_s_per_m | f(2)) + "×" else "–" end) | \(.members_cores | f(2)) | \(.producer_cpu_s_per_m | f(2)) | \(.brokers_cpu_s_per_m | f(2)) | \(.machine_busy_cores | f(2)) (\(.others_cores | f(2))) | \(.loadavg_at_start) |")
+		  (.[] | "| \(.mode)\(if (.members_stopped_early // "") != "" then " (\(.members_stopped_early) stopped early)" else "" end) | \(.produced_per_s | n) | \(.lag_max | n) | \(.lag_end | n) | \(.lag_slope_per_s | f(0)) (\(if .lag_slope_per_s == null then "–" else (.lag_slope_per_s / .rate * 100 | f(1)) + " %" end)) | \(.drain_s | f(1)) | \(.visible.p50_ms | n) / \(.visible.p99_ms | n) | \(if .visible.distinct == .produced and .visible.records == .produced then "yes" else "NO: \(.visible.records) read, \(.visible.distinct) distinct of \(.produced)" end) | \(.members_cpu_s_per_m | f(2)) | \(if $b.members_cpu_s_per_m then (.members_cpu_s_per_m / $b.members_cpu_s_per_m | f(2)) + "×" else "–" end) | \(.members_cores | f(2)) | \(.producer_cpu_s_per_m | f(2)) | \(.brokers_cpu_s_per_m | f(2)) | \(.machine_busy_cores | f(2)) (\(.others_cores | f(2))) | \(.loadavg_at_start) |")
 	' "$DIR/results.jsonl"
 }
 

@@ -196,7 +196,10 @@ func watchLag(ctx context.Context, c *kafka.Client, topic, group string, every t
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
-		lctx, done := context.WithTimeout(ctx, every)
+		// Longer than the interval: on a loaded machine a sample of 600
+		// partitions' offsets took over 5 s, and a lost sample is a gap;
+		// the ticker drops the ticks a slow sample overlaps.
+		lctx, done := context.WithTimeout(ctx, max(every, 30*time.Second))
 		lag, err := groupLag(lctx, c, topic, group)
 		done()
 		if ctx.Err() != nil {
