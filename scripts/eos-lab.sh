@@ -48,6 +48,9 @@
 #   EOSLAB_DELIVERY        the modes (exactly_once)
 #   EOSLAB_WARMUP          seconds after the producer's start not measured (30)
 #   EOSLAB_EVERY           seconds between lag samples (5)
+#   EOSLAB_DRAIN           how long to wait, after the producer stops, for
+#                          every record to be visible (the duration, 3 x
+#                          max_age and a minute)
 #   EOSLAB_OUT_PARTITIONS  partitions of the output topic (12)
 #   EOSLAB_PORT            first metrics port; members use PORT+1 to PORT+3 (9580)
 set -euo pipefail
@@ -85,6 +88,7 @@ parse() {
 	EVERY=${EOSLAB_EVERY:-5}
 	OUT_PARTITIONS=${EOSLAB_OUT_PARTITIONS:-12}
 	PORT=${EOSLAB_PORT:-9580}
+	DRAIN=${EOSLAB_DRAIN:-}
 	DIR="" DRY=""
 	while (($#)); do
 		case $1 in
@@ -114,6 +118,7 @@ parse() {
 	WARMUP=$(seconds "$WARMUP")
 	EVERY=$(seconds "$EVERY")
 	MAX_AGE_S=$(seconds "$MAX_AGE")
+	DRAIN_S=$(seconds "${DRAIN:-$((DURATION_S + 3 * MAX_AGE_S + 60))}")
 	((DURATION_S > WARMUP)) || die "--duration $DURATION must be longer than the warm-up (EOSLAB_WARMUP=${WARMUP}s)"
 	((EVERY > 0)) || die "EOSLAB_EVERY must be at least 1 s"
 	[[ -z $COMMIT_INTERVAL ]] || seconds "$COMMIT_INTERVAL" >/dev/null
@@ -128,7 +133,7 @@ parse() {
 plan() {
 	say "plan: ${PARTITIONS} partitions, ${RATE} records/s for ${DURATION_S} s (warm-up ${WARMUP} s), batch.max_age ${MAX_AGE}," \
 		"sinks.commit_interval ${COMMIT_INTERVAL:-default}, delivery ${MODES[*]}, lag every ${EVERY} s," \
-		"output topic ${OUT_PARTITIONS} partitions"
+		"drain up to ${DRAIN_S} s, output topic ${OUT_PARTITIONS} partitions"
 }
 
 # member_config FILE N: member N's job: the demo's columns and the input
@@ -280,11 +285,12 @@ run_mode() {
 	PRODUCER=""
 	produced=$(sed -nE 's/^produced ([0-9]+) records.*/\1/p' "$RUN/produce.log")
 	# What was produced last waits up to max_age for its batch, then for
-	# its cycle; allow that three times over, and a minute.
-	local deadline=$((SECONDS + 3 * MAX_AGE_S + 60))
+	# its cycle; members that fell behind work off their backlog first.
+	local deadline=$((SECONDS + DRAIN_S))
 	until (($(visible_distinct) >= produced)) || ((SECONDS >= deadline)); do sleep 1; done
-	local drained_ms
+	local drained_ms drained=true
 	drained_ms=$(now_ms)
+	(($(visible_distinct) >= produced)) || drained=false
 	kill -TERM "$CONSUMER" "$LAGWATCH"
 	wait "$CONSUMER" || warn "$MODE: the consumer failed; see $RUN/visible.log"
 	wait "$LAGWATCH" || true
@@ -307,7 +313,7 @@ run_mode() {
 		--argjson members $((t2_members - t1_members)) --argjson producer $((t2_producer - t1_producer)) \
 		--argjson consumer $((t2_consumer - t1_consumer)) --argjson brokers $((t2_brokers - t1_brokers)) \
 		--argjson busy $((bt2 - bt1)) --argjson total $((tt2 - tt1)) --argjson cores "$cores" \
-		--arg early "${early% }" --slurpfile visible "$RUN/visible.json" --rawfile lag "$RUN/lag.txt" '
+		--argjson drained_all "$drained" --arg early "${early% }" --slurpfile visible "$RUN/visible.json" --rawfile lag "$RUN/lag.txt" '
 		def per_m(t): if $records > 0 then t / $hz / $records * 1e6 else null end;
 		# The lag while the producer ran, and its least-squares slope over the second half.
 		($lag | split("\n") | map(split(" ") | select(length == 2 and .[1] != "-") | map(tonumber))
@@ -321,7 +327,7 @@ run_mode() {
 		| {mode: $mode, partitions: $parts, rate: $rate, duration_s: $duration, max_age: $max_age, commit_interval: $ci,
 		   produced: $produced, produced_per_s: ($produced / (($stop - $start) / 1000)),
 		   lag_max: ($s | map(.[1]) | max), lag_end: ($s | last | .[1]), lag_slope_per_s: $slope,
-		   lag_samples: ($s | length), drain_s: (($drained - $stop) / 1000),
+		   lag_samples: ($s | length), drain_s: (($drained - $stop) / 1000), drained: $drained_all,
 		   visible: $visible[0],
 		   window_s: ($window / 1000), records_in_window: $records,
 		   members_cpu_s_per_m: per_m($members), members_cores: ($members / $hz / ($window / 1000)),
@@ -362,7 +368,7 @@ report() {
 		.[0] as $b
 		| "| delivery | produced/s | lag max | lag end | lag trend, records/s (of the rate) | drained in, s | produce→visible p50 / p99, ms | every record once | members CPU-s per M | vs \($b.mode) | members, cores | producer CPU-s per M | brokers CPU-s per M | machine busy, cores (others) | load at start |",
 		  "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|",
-		  (.[] | "| \(.mode)\(if (.members_stopped_early // "") != "" then " (\(.members_stopped_early) stopped early)" else "" end) | \(.produced_per_s | n) | \(.lag_max | n) | \(.lag_end | n) | \(.lag_slope_per_s | f(0)) (\(if .lag_slope_per_s == null then "–" else (.lag_slope_per_s / .rate * 100 | f(1)) + " %" end)) | \(.drain_s | f(1)) | \(.visible.p50_ms | n) / \(.visible.p99_ms | n) | \(if .visible.distinct == .produced and .visible.records == .produced then "yes" else "NO: \(.visible.records) read, \(.visible.distinct) distinct of \(.produced)" end) | \(.members_cpu_s_per_m | f(2)) | \(if $b.members_cpu_s_per_m then (.members_cpu_s_per_m / $b.members_cpu_s_per_m | f(2)) + "×" else "–" end) | \(.members_cores | f(2)) | \(.producer_cpu_s_per_m | f(2)) | \(.brokers_cpu_s_per_m | f(2)) | \(.machine_busy_cores | f(2)) (\(.others_cores | f(2))) | \(.loadavg_at_start) |")
+		  (.[] | "| \(.mode)\(if (.members_stopped_early // "") != "" then " (\(.members_stopped_early) stopped early)" else "" end) | \(.produced_per_s | n) | \(.lag_max | n) | \(.lag_end | n) | \(.lag_slope_per_s | f(0)) (\(if .lag_slope_per_s == null then "–" else (.lag_slope_per_s / .rate * 100 | f(1)) + " %" end)) | \(.drain_s | f(1))\(if .drained == false then " (gave up)" else "" end) | \(.visible.p50_ms | n) / \(.visible.p99_ms | n) | \(if .visible.distinct == .produced and .visible.records == .produced then "yes" elif .drained == false then "not all within the drain: \(.visible.distinct | n) of \(.produced | n)" else "NO: \(.visible.records | n) read, \(.visible.distinct | n) distinct of \(.produced | n)" end) | \(.members_cpu_s_per_m | f(2)) | \(if $b.members_cpu_s_per_m then (.members_cpu_s_per_m / $b.members_cpu_s_per_m | f(2)) + "×" else "–" end) | \(.members_cores | f(2)) | \(.producer_cpu_s_per_m | f(2)) | \(.brokers_cpu_s_per_m | f(2)) | \(.machine_busy_cores | f(2)) (\(.others_cores | f(2))) | \(.loadavg_at_start) |")
 	' "$DIR/results.jsonl"
 }
 
