@@ -331,7 +331,8 @@ run_mode() {
 		   visible: $visible[0],
 		   window_s: ($window / 1000), records_in_window: $records,
 		   members_cpu_s_per_m: per_m($members), members_cores: ($members / $hz / ($window / 1000)),
-		   producer_cpu_s_per_m: per_m($producer), consumer_cpu_s_per_m: per_m($consumer),
+		   # The producer per record it sent, the others per record the members read.
+		   producer_cpu_s_per_m: ($producer / $hz / ($produced / (($stop - $start) / 1000) * $window / 1000) * 1e6), consumer_cpu_s_per_m: per_m($consumer),
 		   brokers_cpu_s_per_m: per_m($brokers), brokers_cores: ($brokers / $hz / ($window / 1000)),
 		   machine_busy_cores: ($busy / $total * $cores),
 		   others_cores: ($busy / $total * $cores - ($members + $producer + $consumer + $brokers) / $hz / ($window / 1000)),
@@ -392,7 +393,7 @@ main() {
 	for m in "${MODES[@]}"; do run_mode "$m"; done
 	{
 		echo
-		echo "$PARTITIONS partitions, $RATE records/s for $DURATION_S s, batch.max_age $MAX_AGE, sinks.commit_interval ${COMMIT_INTERVAL:-default}; CPU over the ${WARMUP} s .. ${DURATION_S} s window, per million records read"
+		echo "$PARTITIONS partitions, $RATE records/s for $DURATION_S s, batch.max_age $MAX_AGE, sinks.commit_interval ${COMMIT_INTERVAL:-default}; CPU over the ${WARMUP} s .. ${DURATION_S} s window, per million records the members read (the producer: per million it sent)"
 		echo
 		report
 	} | tee "$DIR/table.md"
