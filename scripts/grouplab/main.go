@@ -7,7 +7,10 @@
 //	    i to partition i % N, until SIGTERM; then waits for every record to
 //	    be acknowledged and prints "produced K records into T". franz-go's
 //	    idempotent producer neither loses, repeats nor reorders a record, so
-//	    record i is at offset i / N of its partition.
+//	    record i is at offset i / N of its partition. With -now each record's
+//	    timestamp is the time it is handed to the client instead of its
+//	    event time: the EOS lab (scripts/eos-lab.sh) measures produce to
+//	    visible from it.
 //	grouplab sample -every 100ms -out FILE -files DIR NAME=URL...
 //	    every interval, scrapes each member's /metrics at URL and appends
 //	    "EPOCH_MS NAME RECORDS GENERATION REBALANCES ASSIGNED" to FILE, or
@@ -46,6 +49,7 @@ func main() {
 	topic := fs.String("topic", "", "produce: topic")
 	partitions := fs.Int("partitions", 0, "produce: the topic's partition count")
 	rate := fs.Float64("rate", 1000, "produce: records per second")
+	now := fs.Bool("now", false, "produce: stamp records with the time they are produced, not their event time")
 	every := fs.Duration("every", 100*time.Millisecond, "sample: interval")
 	out := fs.String("out", "", "sample: the file the samples go to")
 	files := fs.String("files", "", "sample: the output folder to watch for new Parquet files")
@@ -59,7 +63,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "grouplab produce: -brokers, -topic, -partitions and -rate are required")
 			os.Exit(2)
 		}
-		err = produce(ctx, strings.Split(*brokers, ","), *topic, *partitions, *rate)
+		err = produce(ctx, strings.Split(*brokers, ","), *topic, *partitions, *rate, *now)
 	case "sample":
 		if *out == "" || fs.NArg() == 0 {
 			fmt.Fprintln(os.Stderr, "grouplab sample: -out and at least one NAME=URL are required")
@@ -75,7 +79,7 @@ func main() {
 	}
 }
 
-func produce(ctx context.Context, brokers []string, topic string, partitions int, rate float64) error {
+func produce(ctx context.Context, brokers []string, topic string, partitions int, rate float64, now bool) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(5*time.Millisecond))
@@ -101,6 +105,9 @@ func produce(ctx context.Context, brokers []string, topic string, partitions int
 		for due := int(time.Since(start).Seconds() * rate); sent < due && ctx.Err() == nil; sent++ {
 			key, value, at := gen.Next()
 			r := &kgo.Record{Key: key, Value: append([]byte(nil), value...), Partition: int32(sent % partitions), Timestamp: at}
+			if now {
+				r.Timestamp = time.Time{} // kgo stamps it in Produce
+			}
 			cl.Produce(context.Background(), r, func(_ *kgo.Record, err error) {
 				if err != nil {
 					select {
