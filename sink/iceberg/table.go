@@ -38,6 +38,10 @@ type Table struct {
 	files *sink.Files
 	log   *slog.Logger
 
+	// sortOrder is the table's sort order id the data files are written
+	// in (sinks.iceberg.sort_by); nil: unsorted.
+	sortOrder *int
+
 	// The member's batches waiting for a commit, and who commits them
 	// (commit.go).
 	interval time.Duration
@@ -94,7 +98,7 @@ func New(ctx context.Context, cfg *sink.IcebergConfig, schema *sink.Schema, log 
 	}
 	t := &Table{name: cfg.Table, ident: Ident(cfg.Table), cat: cat, files: files, log: log.With("table", cfg.Table),
 		schemas: map[*sink.Schema]*sink.Schema{}, stored: map[batchKey]*storedBatch{}, interval: cfg.CommitInterval, leader: make(chan struct{}, 1),
-		upkeep: cfg.Upkeep}
+		upkeep: cfg.Upkeep, sortOrder: fileSortOrder(tbl)}
 	if cfg.Upkeep.Interval != nil {
 		t.upkeepEvery = *cfg.Upkeep.Interval
 	}
@@ -114,10 +118,14 @@ func openTable(ctx context.Context, cat catalog.Catalog, cfg *sink.IcebergConfig
 		if spec, err = tableSpec(cfg.PartitionBy, want); err != nil {
 			return nil, err
 		}
+		var order table.SortOrder
+		if order, err = sortOrder(cfg.Table, cfg.SortBy, want); err != nil {
+			return nil, err
+		}
 		if err := cat.CreateNamespace(ctx, ident[:len(ident)-1], nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 			return nil, fmt.Errorf("iceberg: creating the namespace of %s: %w", cfg.Table, err)
 		}
-		tbl, err = cat.CreateTable(ctx, ident, want, catalog.WithPartitionSpec(&spec), catalog.WithProperties(iceberg.Properties{
+		tbl, err = cat.CreateTable(ctx, ident, want, catalog.WithPartitionSpec(&spec), catalog.WithSortOrder(order), catalog.WithProperties(iceberg.Properties{
 			"format-version": "2", "write.parquet.compression-codec": cfg.Parquet.Compression,
 		}))
 		if errors.Is(err, catalog.ErrTableAlreadyExists) { // another member made it first
@@ -132,7 +140,10 @@ func openTable(ctx context.Context, cat catalog.Catalog, cfg *sink.IcebergConfig
 	if err := checkSpec(cfg.Table, tbl.Schema(), tbl.Spec(), cfg.PartitionBy); err != nil {
 		return nil, err
 	}
-	return evolve(ctx, cat, tbl, cfg.Table, want, log)
+	if tbl, err = evolve(ctx, cat, tbl, cfg.Table, want, log); err != nil {
+		return nil, err
+	}
+	return syncSortOrder(ctx, cat, tbl, cfg.Table, cfg.SortBy, log)
 }
 
 // evolveAttempts bounds the tries of a schema change against other
@@ -310,6 +321,9 @@ func (t *Table) dataFiles(tbl *table.Table, written []sink.WrittenFile) ([]icebe
 		bld, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentData, t.files.URL(w), iceberg.ParquetFile, values, logical, nil, w.Rows, w.Bytes)
 		if err != nil {
 			return nil, fmt.Errorf("iceberg: table %s: describing %s: %w", t.name, w.Key, err)
+		}
+		if t.sortOrder != nil {
+			bld.SortOrderID(*t.sortOrder)
 		}
 		fileMetrics(w.Footer, schema).apply(bld)
 		dfs = append(dfs, bld.Build())

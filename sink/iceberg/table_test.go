@@ -100,16 +100,18 @@ type readOut struct {
 // readTable reads the table with pyiceberg (scripts/read_iceberg.py).
 func readTable(t *testing.T, cfg *sink.IcebergConfig, args ...string) readOut {
 	t.Helper()
-	python := filepath.Join(os.Getenv("HOME"), ".cache", "logstore", "venv", "bin", "python3")
-	if c := os.Getenv("LOGSTORE_CACHE"); c != "" {
-		python = filepath.Join(c, "venv", "bin", "python3")
-	}
-	if exec.Command(python, "-c", "import pyiceberg, sqlalchemy").Run() != nil {
-		t.Fatalf("no pyiceberg in %s: run scripts/setup.sh", python)
-	}
-	cmd := exec.Command(python, "../../scripts/read_iceberg.py", "--catalog", cfg.Catalog.URI, "--name", cfg.Catalog.Name, "--table", cfg.Table)
+	var r readOut
+	readIceberg(t, cfg, &r, args...)
+	return r
+}
+
+// readIceberg runs scripts/read_iceberg.py with args and decodes its JSON
+// into out.
+func readIceberg(t *testing.T, cfg *sink.IcebergConfig, out any, args ...string) {
+	t.Helper()
+	cmd := exec.Command(pythonOf(t), "../../scripts/read_iceberg.py", "--catalog", cfg.Catalog.URI, "--name", cfg.Catalog.Name, "--table", cfg.Table)
 	cmd.Args = append(cmd.Args, args...)
-	out, err := cmd.Output()
+	text, err := cmd.Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
@@ -117,11 +119,22 @@ func readTable(t *testing.T, cfg *sink.IcebergConfig, args ...string) readOut {
 		}
 		t.Fatal(err)
 	}
-	var r readOut
-	if err := json.Unmarshal(out, &r); err != nil {
-		t.Fatalf("%v: %s", err, out)
+	if err := json.Unmarshal(text, out); err != nil {
+		t.Fatalf("%v: %s", err, text)
 	}
-	return r
+}
+
+// pythonOf is the venv's python with pyiceberg (scripts/setup.sh).
+func pythonOf(t *testing.T) string {
+	t.Helper()
+	python := filepath.Join(os.Getenv("HOME"), ".cache", "logstore", "venv", "bin", "python3")
+	if c := os.Getenv("LOGSTORE_CACHE"); c != "" {
+		python = filepath.Join(c, "venv", "bin", "python3")
+	}
+	if exec.Command(python, "-c", "import pyiceberg, sqlalchemy").Run() != nil {
+		t.Fatalf("no pyiceberg in %s: run scripts/setup.sh", python)
+	}
+	return python
 }
 
 // seqCounts counts each source record's rows.
