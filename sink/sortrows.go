@@ -38,6 +38,7 @@ type rowOrder struct {
 	spare    [][]parquet.Value // the other set of pending slices (writeRun)
 	perm     []int32
 	starts   [][]int32 // per repeated leaf, where each run row's values start
+	slab     []byte    // the pending rows' bytes while a file is merged (writeParquetRow)
 }
 
 type sortLeaf struct {
@@ -253,7 +254,7 @@ func mergeRuns(groups []parquet.RowGroup, o *rowOrder, pw *ParquetWriter) error 
 	heap.Init(h)
 	for h.Len() > 0 {
 		r := h.runs[0]
-		if err := pw.writeParquetRow(r.row); err != nil {
+		if err := o.writeParquetRow(pw, r.row); err != nil {
 			return err
 		}
 		ok, err := r.next(o)
@@ -294,9 +295,9 @@ func (r *runCursor) next(o *rowOrder) (bool, error) {
 		}
 		r.n, r.at = n, 0
 	}
-	// The values point into the reader's pages, which the next read
-	// reuses; the writer keeps a row's values until its chunk is written.
-	r.row = r.buf[r.at].Clone()
+	// The values point into the reader's buffers until its next read,
+	// which comes once the writer has copied every row of this one.
+	r.row = r.buf[r.at]
 	r.at++
 	r.key = r.key[:0]
 	for _, k := range o.keys {
@@ -326,18 +327,27 @@ func (h *runHeap) Pop() any {
 	return r
 }
 
-// writeParquetRow appends a row read from a file this writer's schema
-// wrote, values and levels as they are.
-func (pw *ParquetWriter) writeParquetRow(row parquet.Row) error {
+// writeParquetRow appends to pw a row read from a file pw's schema
+// wrote, values and levels as they are. Its bytes are copied into one
+// buffer for the pending rows (the reader reuses its own), a copy a row
+// would otherwise cost an allocation per value (Row.Clone).
+func (o *rowOrder) writeParquetRow(pw *ParquetWriter, row parquet.Row) error {
 	for _, v := range row {
-		pw.pending[v.Column()] = append(pw.pending[v.Column()], v)
 		if !v.IsNull() && v.Kind() == parquet.ByteArray {
+			start := len(o.slab)
+			o.slab = append(o.slab, v.ByteArray()...)
+			v = parquet.ByteArrayValue(o.slab[start:len(o.slab):len(o.slab)]).Level(v.RepetitionLevel(), v.DefinitionLevel(), v.Column())
 			pw.pendingBytes += len(v.ByteArray())
 		}
+		pw.pending[v.Column()] = append(pw.pending[v.Column()], v)
 		pw.pendingBytes += 8
 	}
 	pw.pendingRows++
 	if pw.pendingRows >= writeChunkRows || pw.pendingBytes >= pw.chunkBytes || pw.groupRows+int64(pw.pendingRows) >= pw.rowGroupRows {
+		// The column writers have copied what they keep: the buffer's
+		// bytes are free again (a grown buffer's old array stays with
+		// the values that point into it).
+		o.slab = o.slab[:0]
 		return pw.writePending()
 	}
 	return nil
