@@ -69,7 +69,7 @@ func TestFilesSortByOrdersEachFile(t *testing.T) {
 	write := func(chunk int) (string, []byte) {
 		out := t.TempDir()
 		cfg := testFilesConfig(t, out)
-		cfg.Parquet.RowGroupRows = 400 // eight runs per file
+		cfg.Parquet.RowGroupRows = 400  // eight runs per file
 		cfg.Parquet.PageBytes = 4 << 10 // a read of 64 rows crosses pages
 		cfg.SortBy = []SortKey{{Column: "service"}, {Column: "latency_ms", Descending: true, NullsFirst: true}}
 		writeInChunks(t, cfg, &Batch{Topic: "logs", Partition: 0, First: 0, Last: 2999, Schema: logSchema, Rows: rows}, chunk)

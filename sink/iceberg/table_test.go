@@ -360,9 +360,9 @@ func TestExistingTableMismatchNamesTheColumn(t *testing.T) {
 // TestPartitionFiltersFindTheirRows: a reader that skips files by their
 // partition finds every row its filter asks for, nulls included, beside
 // empty strings, which are filed, as in Hive, under null
-// (TestEmptyStringPartitionWaitsForIcebergGo says why): `level = ''`
-// alone plans no file, so the documented filter for them is
-// `level is null or level = ''`, which finds them and no null row more.
+// (TestEmptyStringPartitionWaitsForIcebergGo says why): level equal to
+// the empty string alone plans no file, so the documented filter for them
+// is "level is null or" that, which finds them and no null row more.
 func TestPartitionFiltersFindTheirRows(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	b := testBatch(0, 0, 11) // level info at 0, 4, 8; warn at 1, 5, 9; null at 2, 6, 10; "" at 3, 7, 11
@@ -384,9 +384,10 @@ func TestPartitionFiltersFindTheirRows(t *testing.T) {
 // bound for the field beside an upper one; pyiceberg's manifest
 // evaluator takes that for "only nulls" and skips the manifest for every
 // filter on the field: pyiceberg read 0 rows for level = 'warn',
-// level in ('info', 'warn') and level = '' (3, 6 and 3 before). No value
-// of ours reaches the bound without passing through an interface, which
-// drops the pointer of an empty string, so the table files "" under null
+// level in ('info', 'warn') and level equal to the empty string (3, 6
+// and 3 before). No value of ours reaches the bound without passing
+// through an interface, which drops the pointer of an empty string, so
+// the table files "" under null
 // until iceberg-go writes empty bounds: when this fails, it does, and ""
 // can be a partition value of its own (partitionValues, sink's layout).
 func TestEmptyStringPartitionWaitsForIcebergGo(t *testing.T) {
