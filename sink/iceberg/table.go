@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -342,8 +343,27 @@ func (t *Table) Position(ctx context.Context, topic string, partition int) (Posi
 	return p, ok, nil
 }
 
+// Records is how many rows the table's current snapshot holds (its
+// summary's total-records), 0 before the first commit.
+func (t *Table) Records(ctx context.Context) (int64, error) {
+	tbl, err := t.cat.LoadTable(ctx, t.ident)
+	if err != nil {
+		return 0, fmt.Errorf("iceberg: loading table %s: %w", t.name, err)
+	}
+	snap := tbl.CurrentSnapshot()
+	if snap == nil || snap.Summary == nil {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(snap.Summary.Properties["total-records"], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("iceberg: table %s: total-records of snapshot %d: %w", t.name, snap.SnapshotID, err)
+	}
+	return n, nil
+}
+
 // refusePrefix turns away backfills and replays: they write beside the
-// main output for review, which a table has no room for.
+// main output for review, which a table has no room for. The job refuses
+// them before it reads (a refusal here is retried batch after batch).
 func refusePrefix(b *sink.Batch) error {
 	if b.Prefix == "" {
 		return nil

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -432,15 +431,11 @@ func TestRecreatedTopicIsNotTakenForHeld(t *testing.T) {
 // totalRecords is the row count the current snapshot's summary gives.
 func totalRecords(t *testing.T, tb *Table) int {
 	t.Helper()
-	tbl, err := tb.cat.LoadTable(context.Background(), tb.ident)
+	n, err := tb.Records(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := strconv.Atoi(tbl.CurrentSnapshot().Summary.Properties["total-records"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return int(n)
 }
 
 // TestMemberCommitsItsPartitionsTogether: batches of a member's partitions
