@@ -88,6 +88,26 @@ func backfillStride(b BatchConfig, n int, cost int64) int64 {
 	return stride
 }
 
+// replayIntoTable refuses a backfill or replay of a job with a table,
+// before it reads anything. Such a run writes beside the main output
+// (Mode.Prefix) for review, and a table has no room beside itself; into
+// the table itself, the records it holds (up to its positions) would be
+// skipped, and the ones after them are the running job's, whose
+// positions the run would race. What a user wants from one is done
+// otherwise: history into a new table, or into one whose positions are
+// behind the range, by the job itself with kafka.start_offset at the time
+// (the table's positions win over any earlier start: what it holds is
+// never written again); a range to review, by the backfill with
+// sinks.files alone.
+func replayIntoTable(cfg *Config) error {
+	if cfg.Sinks.Iceberg == nil {
+		return nil
+	}
+	return fmt.Errorf("a backfill or replay writes beside the output for review, and the table sinks.iceberg (%s) has no room beside itself; "+
+		"run it with sinks.files only, or, to load history into the table, run the job with kafka.start_offset at the time "+
+		"(the table's positions skip what it holds: no record is written twice)", cfg.Sinks.Iceberg.Table)
+}
+
 // backfillFiles is the files sink a manifest lives in; nil without one
 // (a Kafka-only backfill is at least once anyway).
 func (j *Job) backfillFiles() *sink.Files {

@@ -116,3 +116,38 @@ func TestSchemaErrorsPointAtTheLine(t *testing.T) {
 		})
 	}
 }
+
+// TestIcebergSortByErrorsPointAtTheLine: a sort_by the table cannot take
+// is reported at its file:line and key, with what to write instead.
+func TestIcebergSortByErrorsPointAtTheLine(t *testing.T) {
+	head := strings.Replace(minimalConfig, "  files:\n    url: file:///tmp/out\n",
+		"  files:\n    url: file:///tmp/out\n  iceberg:\n    table: logs.raw\n    catalog: {uri: /tmp/c.db, warehouse: file:///tmp/w}\n    sort_by:\n", 1)
+	base := 11 // the line of `sort_by:`
+	for _, tt := range []struct {
+		name, entry string
+		key, msg    string
+	}{
+		{"direction", "      - {column: service, direction: up}\n", "sinks.iceberg.sort_by[0].direction", `"up" is not one of asc, desc`},
+		{"nulls", "      - {column: service, nulls: never}\n", "sinks.iceberg.sort_by[0].nulls", `"never" is not one of first, last`},
+		{"no column", "      - {direction: desc}\n", "sinks.iceberg.sort_by[0].column", "required"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			y := strings.Replace(head, "    sort_by:\n", "    sort_by:\n"+tt.entry, 1)
+			_, err := Parse("t.yaml", []byte(y))
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("want a *ConfigError, got %v", err)
+			}
+			if ce.Line != base+1 || ce.Key != tt.key || !strings.Contains(ce.Msg, tt.msg) {
+				t.Errorf("got line %d key %s: %s\nwant line %d key %s: ...%s...", ce.Line, ce.Key, ce.Msg, base+1, tt.key, tt.msg)
+			}
+		})
+	}
+	c, err := Parse("t.yaml", []byte(strings.Replace(head, "    sort_by:\n", "    sort_by:\n      - {column: service, direction: desc}\n", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Sinks.Iceberg.SortBy[0]; s.Nulls != "last" {
+		t.Errorf("desc defaults to nulls %q; Iceberg's default for desc is last", s.Nulls)
+	}
+}

@@ -232,9 +232,8 @@ func TestMemberCommitsItsPartitionsInOneTransaction(t *testing.T) {
 	}
 }
 
-// tableLast is the last offset of logs/partition the table of tableConfig(dir)
-// holds, -1 for none.
-func tableLast(t *testing.T, dir string, partition int) int64 {
+// tableOfDir opens the table of tableConfig(dir).
+func tableOfDir(t *testing.T, dir string) *iceberg.Table {
 	t.Helper()
 	cfg := sink.Config{Iceberg: &sink.IcebergConfig{Table: "logs.raw", SpoolDir: filepath.Join(dir, "spool"),
 		Catalog: sink.IcebergCatalog{URI: filepath.Join(dir, "catalog.db"), Warehouse: "file://" + filepath.Join(dir, "warehouse")}}}
@@ -243,6 +242,14 @@ func tableLast(t *testing.T, dir string, partition int) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tbl
+}
+
+// tableLast is the last offset of logs/partition the table of tableConfig(dir)
+// holds, -1 for none.
+func tableLast(t *testing.T, dir string, partition int) int64 {
+	t.Helper()
+	tbl := tableOfDir(t, dir)
 	defer tbl.Close()
 	p, ok, err := tbl.Position(context.Background(), "logs", partition)
 	if err != nil {

@@ -231,6 +231,9 @@ func (j *Job) Run(ctx context.Context, mode Mode) error {
 	}
 	defer context.AfterFunc(ctx, j.metrics.Stopping)()
 	if mode.replay() {
+		if err := replayIntoTable(j.cfg); err != nil {
+			return err
+		}
 		return j.runReplay(ctx, mode)
 	}
 	return j.runGroup(ctx, mode)

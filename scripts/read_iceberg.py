@@ -7,11 +7,13 @@ in hex).
 
     read_iceberg.py (--catalog FILE | --rest URI) --name logstore --table logs.raw \
         [--s3-endpoint http://127.0.0.1:7070 --s3-key K --s3-secret S] [--where FILTER] \
-        [--count | --count-only | --plan-only]
+        [--count | --count-only | --plan-only | --sort-order]
 
 --count prints the row count alone; --count-only the JSON without the rows;
 --plan-only the data files the filter plans (by partition and column
-metrics), reading no rows.
+metrics), reading no rows; --sort-order the table's sort orders and, per
+data file, its sort_order_id and the values of the sort columns in the
+file's row order.
 """
 import argparse
 import base64
@@ -46,6 +48,7 @@ def main():
     ap.add_argument("--count-only", action="store_true", help="the JSON without its rows")
     ap.add_argument("--count", action="store_true", help="print the row count alone")
     ap.add_argument("--plan-only", action="store_true", help="list the data files the filter plans, read no rows")
+    ap.add_argument("--sort-order", action="store_true", help="the sort orders and each file's order")
     ap.add_argument("--where", default="True", help="a row filter, e.g. \"level = ''\"; files whose partition cannot match are skipped")
     a = ap.parse_args()
     props = {"uri": a.rest or "sqlite:///" + a.catalog}
@@ -57,6 +60,20 @@ def main():
     tbl = catalog(a.name, **props).load_table(a.table)
     if a.count:
         print(tbl.scan(row_filter=a.where).to_arrow().num_rows)
+        return
+    if a.sort_order:
+        import pyarrow.parquet as pq
+        cols = [tbl.schema().find_field(f.source_id).name for f in tbl.sort_order().fields]
+        files = []
+        for t in tbl.scan().plan_files():
+            path = t.file.file_path.removeprefix("file://")
+            rows = pq.read_table(path, columns=cols).to_pylist() if cols else []
+            files.append({"path": t.file.file_path, "sort_order_id": t.file.sort_order_id,
+                          "rows": [[r[c] for c in cols] for r in rows]})
+        json.dump({"default_sort_order_id": tbl.metadata.default_sort_order_id,
+                   "sort_order": [f"{tbl.schema().find_field(f.source_id).name} {f.direction} {f.null_order}"
+                                  for f in tbl.sort_order().fields],
+                   "sort_orders": len(tbl.metadata.sort_orders), "data_files": files}, sys.stdout)
         return
     if a.plan_only:
         json.dump({"snapshots": len(tbl.metadata.snapshots),

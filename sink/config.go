@@ -45,6 +45,9 @@ type FilesConfig struct {
 	Parquet  *ParquetConfig `yaml:"parquet"`
 	S3       *S3Config      `yaml:"s3"`
 	File     *FileConfig    `yaml:"file"`
+	// SortBy orders the rows within each file (a table's sort_by); set by
+	// the table, not by a files sink's config.
+	SortBy []SortKey `yaml:"-"`
 }
 
 // PartitionColumn is one Hive-style folder level: {Name}={value of Column}.

@@ -276,7 +276,7 @@ func (f *Files) append(ctx context.Context, st *stagedBatch, b *Batch) error {
 			st.spare = name
 		}
 		if fo.pw != nil && fo.rows > 0 && fo.pw.Size() >= f.cfg.MaxFileBytes {
-			if err := fo.close(); err != nil {
+			if err := f.closeFile(fo, st.schema); err != nil {
 				return f.lost(st, b, err)
 			}
 		}
@@ -285,7 +285,7 @@ func (f *Files) append(ctx context.Context, st *stagedBatch, b *Batch) error {
 			if err != nil {
 				return err
 			}
-			pw, err := newParquetWriter(sf, st.schema, f.cfg.Parquet, f.pages)
+			pw, err := f.newWriter(sf, st.schema)
 			if err != nil {
 				sf.Remove()
 				return err
@@ -316,7 +316,7 @@ func (f *Files) seal(ctx context.Context, st *stagedBatch, b *Batch) error {
 		return err
 	}
 	for _, fo := range st.folders {
-		if err := fo.close(); err != nil {
+		if err := f.closeFile(fo, st.schema); err != nil {
 			return f.lost(st, b, err)
 		}
 	}
@@ -341,6 +341,39 @@ func (f *Files) upload(ctx context.Context, st *stagedBatch, b *Batch) ([]Writte
 		}
 	}
 	return stored, nil
+}
+
+// newWriter starts a file of the folder's, in sinks' row order.
+func (f *Files) newWriter(sf *SpoolFile, s *Schema) (*ParquetWriter, error) {
+	pw, err := newParquetWriter(sf, s, f.cfg.Parquet, f.pages)
+	if err != nil || len(f.cfg.SortBy) == 0 {
+		return pw, err
+	}
+	if pw.order, err = newRowOrder(pw.cols, f.cfg.SortBy, int(min(sortRunBytes, f.cfg.Parquet.RowGroupBytes))); err != nil {
+		return nil, err
+	}
+	return pw, nil
+}
+
+// closeFile finishes the folder's open file, in its row order.
+func (f *Files) closeFile(fo *stagedFolder, s *Schema) error {
+	if fo.pw == nil || fo.rows == 0 || fo.pw.order == nil {
+		return fo.close()
+	}
+	if err := fo.close(); err != nil {
+		return err
+	}
+	last := len(fo.parts) - 1
+	sf, pw, err := f.sortFile(fo.parts[last], fo.footers[last], s)
+	if err != nil {
+		fo.parts[last].Remove()
+		fo.parts, fo.partRows, fo.footers = fo.parts[:last], fo.partRows[:last], fo.footers[:last]
+		return err
+	}
+	if pw != nil {
+		fo.parts[last], fo.footers[last] = sf, pw.Footer()
+	}
+	return nil
 }
 
 // close finishes the open file (its last row group and footer) and keeps it

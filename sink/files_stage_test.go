@@ -39,6 +39,26 @@ func stageInChunks(t testing.TB, f *Files, b *Batch, chunk int) (fullAt int) {
 	return fullAt
 }
 
+// writeInChunks writes b through a Files sink of cfg, at once (chunk 0)
+// or staged chunk rows at a time, and checks the spool is left empty.
+func writeInChunks(t *testing.T, cfg *FilesConfig, b *Batch, chunk int) {
+	t.Helper()
+	f, err := newFiles(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chunk == 0 {
+		if err := f.Write(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		stageInChunks(t, f, b, chunk)
+	}
+	if n := len(listFiles(t, cfg.SpoolDir)); n != 0 {
+		t.Errorf("chunks of %d: %d spool files left behind", chunk, n)
+	}
+}
+
 // TestFilesStagedIsTheWholeBatch: a batch staged in chunks, with its pages
 // spilled to the spool folder, gives byte for byte the files of the same
 // batch written at once, so a re-cut at the same offsets overwrites with
@@ -51,21 +71,7 @@ func TestFilesStagedIsTheWholeBatch(t *testing.T) {
 		cfg.PartitionBy = []PartitionColumn{{Name: "hour", Column: "event_time", Format: "15"}}
 		cfg.MaxFileBytes = 512 << 10 // below the config minimum: several parts per folder
 		cfg.Parquet.RowGroupBytes = 128 << 10
-		f, err := newFiles(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := &Batch{Topic: "logs", Partition: 3, First: 100, Last: 20099, Schema: logSchema, Rows: rows}
-		if chunk == 0 {
-			if err := f.Write(context.Background(), b); err != nil {
-				t.Fatal(err)
-			}
-		} else {
-			stageInChunks(t, f, b, chunk)
-		}
-		if n := len(listFiles(t, cfg.SpoolDir)); n != 0 {
-			t.Errorf("chunks of %d: %d spool files left behind", chunk, n)
-		}
+		writeInChunks(t, cfg, &Batch{Topic: "logs", Partition: 3, First: 100, Last: 20099, Schema: logSchema, Rows: rows}, chunk)
 		return out, cfg
 	}
 	whole, _ := write(0)

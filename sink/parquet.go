@@ -190,6 +190,9 @@ type ParquetWriter struct {
 	dictMaxBytes int
 	entries      [][2]string // a map's keys and values, sorted by key
 	sorted       *sortedMaps // the entries of maps written lately; nil until a map is
+	// order sorts the rows of each run (sortrows.go); nil writes them as
+	// they come.
+	order *rowOrder
 }
 
 // writeChunkRows is at most how many rows go to parquet-go's column
@@ -330,6 +333,12 @@ func (pw *ParquetWriter) writeRow(r Row, validText bool) error {
 		}
 	}
 	pw.pendingRows++
+	if pw.order != nil {
+		if pw.pendingBytes >= pw.order.runBytes || int64(pw.pendingRows) >= pw.rowGroupRows {
+			return pw.writeRun()
+		}
+		return nil
+	}
 	if pw.pendingRows >= writeChunkRows || pw.pendingBytes >= pw.chunkBytes || pw.groupRows+int64(pw.pendingRows) >= pw.rowGroupRows {
 		return pw.writePending()
 	}
@@ -371,14 +380,20 @@ func (pw *ParquetWriter) writePending() error {
 	pw.pendingRows, pw.pendingBytes = 0, 0
 	pw.size = pw.w.Size()
 	if pw.groupRows >= pw.rowGroupRows || pw.size-pw.groupStart >= pw.rowGroupBytes {
-		if err := pw.w.Flush(); err != nil {
-			return fmt.Errorf("parquet: %w", err)
-		}
-		pw.size = pw.w.Size()
-		pw.groupStart, pw.groupRows = pw.size, 0
-		for i, n := range pw.dictBytes {
-			pw.dictBytes[i] = min(n, 0) // a row group starts a new dictionary
-		}
+		return pw.cutRowGroup()
+	}
+	return nil
+}
+
+// cutRowGroup ends the open row group.
+func (pw *ParquetWriter) cutRowGroup() error {
+	if err := pw.w.Flush(); err != nil {
+		return fmt.Errorf("parquet: %w", err)
+	}
+	pw.size = pw.w.Size()
+	pw.groupStart, pw.groupRows = pw.size, 0
+	for i, n := range pw.dictBytes {
+		pw.dictBytes[i] = min(n, 0) // a row group starts a new dictionary
 	}
 	return nil
 }
@@ -390,7 +405,11 @@ func (pw *ParquetWriter) Size() int64 { return pw.size }
 
 // Close writes the last row group and the footer.
 func (pw *ParquetWriter) Close() error {
-	if err := pw.writePending(); err != nil {
+	flush := pw.writePending
+	if pw.order != nil {
+		flush = pw.writeRun
+	}
+	if err := flush(); err != nil {
 		return err
 	}
 	if err := pw.w.Close(); err != nil {

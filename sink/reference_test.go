@@ -37,8 +37,8 @@ func TestReferenceYAMLIsTheDefaults(t *testing.T) {
 		t.Fatal("the reference leaves out sinks.iceberg")
 	}
 	ref.Iceberg.SpoolDir = DefaultSpoolDir()
-	if len(ref.Iceberg.PartitionBy) == 0 && len(ref.Iceberg.Catalog.Properties) == 0 {
-		ref.Iceberg.PartitionBy, ref.Iceberg.Catalog.Properties = nil, nil
+	if len(ref.Iceberg.PartitionBy) == 0 && len(ref.Iceberg.Catalog.Properties) == 0 && len(ref.Iceberg.SortBy) == 0 {
+		ref.Iceberg.PartitionBy, ref.Iceberg.Catalog.Properties, ref.Iceberg.SortBy = nil, nil, nil
 	}
 	ref.SetDefaults()
 	def := Config{Files: &FilesConfig{URL: "s3://b"}, Kafka: &KafkaOutputConfig{Topic: "t"}, Iceberg: &IcebergConfig{}}

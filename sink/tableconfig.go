@@ -22,6 +22,9 @@ type IcebergConfig struct {
 	// PartitionBy is the table's partition spec, used when the table is
 	// created and checked against an existing one.
 	PartitionBy []TablePartition `yaml:"partition_by"`
+	// SortBy is the order of the rows within each data file, recorded as
+	// the table's sort order; none leaves them in offset order.
+	SortBy []TableSort `yaml:"sort_by"`
 	// CommitInterval is how long a member's commit waits for more of its
 	// partitions' batches to commit with, in one snapshot; 0 commits at
 	// once what is waiting.
@@ -86,10 +89,22 @@ type TablePartition struct {
 	Transform string `yaml:"transform"`
 }
 
-// The table's catalog kinds and partition transforms.
+// TableSort is one column of the table's sort order.
+type TableSort struct {
+	Column string `yaml:"column"`
+	// Direction is asc or desc.
+	Direction string `yaml:"direction"`
+	// Nulls is first or last; unset, Iceberg's default for the direction
+	// (first for asc, last for desc).
+	Nulls string `yaml:"nulls"`
+}
+
+// The table's catalog kinds, partition transforms and sort settings.
 var (
 	CatalogTypes        = []string{"sql", "rest", "glue"}
 	PartitionTransforms = []string{"identity", "year", "month", "day", "hour"}
+	SortDirections      = []string{"asc", "desc"}
+	SortNulls           = []string{"first", "last"}
 )
 
 // TableFolderFormats are the folder texts of the time transforms: each names
@@ -111,6 +126,12 @@ func (c *IcebergConfig) setDefaults() {
 	dataFileDefaults(&c.MaxFileBytes, &c.TargetFileBytes, &c.SpoolDir, &c.Parquet, &c.S3, &c.File)
 	for i := range c.PartitionBy {
 		confkey.Default(&c.PartitionBy[i].Transform, "identity")
+	}
+	for i := range c.SortBy {
+		s := &c.SortBy[i]
+		confkey.Default(&s.Direction, "asc")
+		confkey.Default(&s.Nulls, map[string]string{"desc": "last"}[s.Direction])
+		confkey.Default(&s.Nulls, "first")
 	}
 }
 
@@ -172,6 +193,23 @@ func (c *IcebergConfig) validate() error {
 		}
 		seen[p.Column+"/"+p.Transform] = true
 	}
+	sorted := map[string]bool{}
+	for i, s := range c.SortBy {
+		key := fmt.Sprintf("iceberg.sort_by[%d]", i)
+		if s.Column == "" {
+			return confkey.Errorf(key+".column", "required: the output column to sort each data file's rows by")
+		}
+		if err := confkey.OneOf(key+".direction", s.Direction, SortDirections...); err != nil {
+			return err
+		}
+		if err := confkey.OneOf(key+".nulls", s.Nulls, SortNulls...); err != nil {
+			return err
+		}
+		if sorted[s.Column] {
+			return confkey.Errorf(key+".column", "%q appears twice; a column sorts once", s.Column)
+		}
+		sorted[s.Column] = true
+	}
 	// The data files' own knobs are the files sink's, checked as they are.
 	files := c.FilesConfig("s3://bucket/table/data")
 	if err := files.validate(); err != nil {
@@ -190,8 +228,16 @@ func (c *IcebergConfig) validate() error {
 func (c *IcebergConfig) FilesConfig(url string) *FilesConfig {
 	return &FilesConfig{
 		URL: url, PartitionBy: c.folders(), MaxFileBytes: c.MaxFileBytes, TargetFileBytes: c.TargetFileBytes,
-		SpoolDir: c.SpoolDir, Parquet: c.Parquet, S3: c.S3, File: c.File,
+		SpoolDir: c.SpoolDir, Parquet: c.Parquet, S3: c.S3, File: c.File, SortBy: c.sortKeys(),
 	}
+}
+
+func (c *IcebergConfig) sortKeys() []SortKey {
+	var keys []SortKey
+	for _, s := range c.SortBy {
+		keys = append(keys, SortKey{Column: s.Column, Descending: s.Direction == "desc", NullsFirst: s.Nulls == "first"})
+	}
+	return keys
 }
 
 func (c *IcebergConfig) folders() []PartitionColumn {
@@ -206,8 +252,18 @@ func (c *IcebergConfig) folders() []PartitionColumn {
 	return by
 }
 
-// checkSchema checks partition_by against the output columns.
+// checkSchema checks partition_by and sort_by against the output columns.
 func (c *IcebergConfig) checkSchema(s *Schema) error {
+	for i, o := range c.SortBy {
+		key := fmt.Sprintf("iceberg.sort_by[%d].column", i)
+		j := s.Index(o.Column)
+		if j < 0 {
+			return confkey.Errorf(key, "%q is not an output column", o.Column)
+		}
+		if t := s.Fields[j].Type; t == StringMap {
+			return confkey.Errorf(key, "column %q is a %s, which has no order; sort by a string, number, bool, timestamp or date column", o.Column, t)
+		}
+	}
 	for i, p := range c.PartitionBy {
 		key := fmt.Sprintf("iceberg.partition_by[%d]", i)
 		j := s.Index(p.Column)

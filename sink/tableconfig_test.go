@@ -2,6 +2,7 @@ package sink
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,5 +36,37 @@ func TestTableUpkeepValidateNamesTheKey(t *testing.T) {
 	c.SetDefaults()
 	if err := c.Validate(); err != nil || *c.Iceberg.Upkeep.Interval != 0 || *c.Iceberg.Upkeep.OrphanMinAge != 24*time.Hour {
 		t.Errorf("interval 0s: %v, %+v", err, c.Iceberg.Upkeep)
+	}
+}
+
+// TestTableSortByNamesAnOrderedColumn: sort_by names an output column
+// with an order; anything else stops the start at its key.
+func TestTableSortByNamesAnOrderedColumn(t *testing.T) {
+	s := &Schema{Fields: []Field{{Name: "service", Type: String}, {Name: "labels", Type: StringMap}}}
+	for _, tc := range []struct {
+		column, msg string
+	}{
+		{"svc", `"svc" is not an output column`},
+		{"labels", "has no order"},
+	} {
+		c := Config{Iceberg: &IcebergConfig{Table: "logs.raw", Catalog: IcebergCatalog{URI: "/tmp/c.db", Warehouse: "file:///tmp/w"}, SortBy: []TableSort{{Column: tc.column}}}}
+		c.SetDefaults()
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		err := c.CheckSchema(s)
+		var ke *confkey.Error
+		if !errors.As(err, &ke) || ke.Key != "iceberg.sort_by[0].column" || !strings.Contains(ke.Msg, tc.msg) {
+			t.Errorf("%s: CheckSchema() = %v", tc.column, err)
+		}
+	}
+	c := Config{Iceberg: &IcebergConfig{Table: "logs.raw", Catalog: IcebergCatalog{URI: "/tmp/c.db", Warehouse: "file:///tmp/w"},
+		SortBy: []TableSort{{Column: "service", Direction: "desc"}}}}
+	c.SetDefaults()
+	if err := c.CheckSchema(s); err != nil {
+		t.Fatal(err)
+	}
+	if keys := c.Iceberg.FilesConfig("file:///t").SortBy; len(keys) != 1 || !keys[0].Descending || keys[0].NullsFirst {
+		t.Errorf("the data files sort by %+v, want service desc nulls last", keys)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,10 @@ type Table struct {
 	cat   catalog.Catalog
 	files *sink.Files
 	log   *slog.Logger
+
+	// sortOrder is the table's sort order id the data files are written
+	// in (sinks.iceberg.sort_by); nil: unsorted.
+	sortOrder *int
 
 	// The member's batches waiting for a commit, and who commits them
 	// (commit.go).
@@ -94,7 +99,7 @@ func New(ctx context.Context, cfg *sink.IcebergConfig, schema *sink.Schema, log 
 	}
 	t := &Table{name: cfg.Table, ident: Ident(cfg.Table), cat: cat, files: files, log: log.With("table", cfg.Table),
 		schemas: map[*sink.Schema]*sink.Schema{}, stored: map[batchKey]*storedBatch{}, interval: cfg.CommitInterval, leader: make(chan struct{}, 1),
-		upkeep: cfg.Upkeep}
+		upkeep: cfg.Upkeep, sortOrder: fileSortOrder(tbl)}
 	if cfg.Upkeep.Interval != nil {
 		t.upkeepEvery = *cfg.Upkeep.Interval
 	}
@@ -114,10 +119,14 @@ func openTable(ctx context.Context, cat catalog.Catalog, cfg *sink.IcebergConfig
 		if spec, err = tableSpec(cfg.PartitionBy, want); err != nil {
 			return nil, err
 		}
+		var order table.SortOrder
+		if order, err = sortOrder(cfg.Table, cfg.SortBy, want); err != nil {
+			return nil, err
+		}
 		if err := cat.CreateNamespace(ctx, ident[:len(ident)-1], nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 			return nil, fmt.Errorf("iceberg: creating the namespace of %s: %w", cfg.Table, err)
 		}
-		tbl, err = cat.CreateTable(ctx, ident, want, catalog.WithPartitionSpec(&spec), catalog.WithProperties(iceberg.Properties{
+		tbl, err = cat.CreateTable(ctx, ident, want, catalog.WithPartitionSpec(&spec), catalog.WithSortOrder(order), catalog.WithProperties(iceberg.Properties{
 			"format-version": "2", "write.parquet.compression-codec": cfg.Parquet.Compression,
 		}))
 		if errors.Is(err, catalog.ErrTableAlreadyExists) { // another member made it first
@@ -132,7 +141,10 @@ func openTable(ctx context.Context, cat catalog.Catalog, cfg *sink.IcebergConfig
 	if err := checkSpec(cfg.Table, tbl.Schema(), tbl.Spec(), cfg.PartitionBy); err != nil {
 		return nil, err
 	}
-	return evolve(ctx, cat, tbl, cfg.Table, want, log)
+	if tbl, err = evolve(ctx, cat, tbl, cfg.Table, want, log); err != nil {
+		return nil, err
+	}
+	return syncSortOrder(ctx, cat, tbl, cfg.Table, cfg.SortBy, log)
 }
 
 // evolveAttempts bounds the tries of a schema change against other
@@ -311,6 +323,9 @@ func (t *Table) dataFiles(tbl *table.Table, written []sink.WrittenFile) ([]icebe
 		if err != nil {
 			return nil, fmt.Errorf("iceberg: table %s: describing %s: %w", t.name, w.Key, err)
 		}
+		if t.sortOrder != nil {
+			bld.SortOrderID(*t.sortOrder)
+		}
 		fileMetrics(w.Footer, schema).apply(bld)
 		dfs = append(dfs, bld.Build())
 	}
@@ -328,8 +343,27 @@ func (t *Table) Position(ctx context.Context, topic string, partition int) (Posi
 	return p, ok, nil
 }
 
+// Records is how many rows the table's current snapshot holds (its
+// summary's total-records), 0 before the first commit.
+func (t *Table) Records(ctx context.Context) (int64, error) {
+	tbl, err := t.cat.LoadTable(ctx, t.ident)
+	if err != nil {
+		return 0, fmt.Errorf("iceberg: loading table %s: %w", t.name, err)
+	}
+	snap := tbl.CurrentSnapshot()
+	if snap == nil || snap.Summary == nil {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(snap.Summary.Properties["total-records"], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("iceberg: table %s: total-records of snapshot %d: %w", t.name, snap.SnapshotID, err)
+	}
+	return n, nil
+}
+
 // refusePrefix turns away backfills and replays: they write beside the
-// main output for review, which a table has no room for.
+// main output for review, which a table has no room for. The job refuses
+// them before it reads (a refusal here is retried batch after batch).
 func refusePrefix(b *sink.Batch) error {
 	if b.Prefix == "" {
 		return nil

@@ -8,12 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
@@ -100,16 +100,18 @@ type readOut struct {
 // readTable reads the table with pyiceberg (scripts/read_iceberg.py).
 func readTable(t *testing.T, cfg *sink.IcebergConfig, args ...string) readOut {
 	t.Helper()
-	python := filepath.Join(os.Getenv("HOME"), ".cache", "logstore", "venv", "bin", "python3")
-	if c := os.Getenv("LOGSTORE_CACHE"); c != "" {
-		python = filepath.Join(c, "venv", "bin", "python3")
-	}
-	if exec.Command(python, "-c", "import pyiceberg, sqlalchemy").Run() != nil {
-		t.Fatalf("no pyiceberg in %s: run scripts/setup.sh", python)
-	}
-	cmd := exec.Command(python, "../../scripts/read_iceberg.py", "--catalog", cfg.Catalog.URI, "--name", cfg.Catalog.Name, "--table", cfg.Table)
+	var r readOut
+	readIceberg(t, cfg, &r, args...)
+	return r
+}
+
+// readIceberg runs scripts/read_iceberg.py with args and decodes its JSON
+// into out.
+func readIceberg(t *testing.T, cfg *sink.IcebergConfig, out any, args ...string) {
+	t.Helper()
+	cmd := exec.Command(pythonOf(t), "../../scripts/read_iceberg.py", "--catalog", cfg.Catalog.URI, "--name", cfg.Catalog.Name, "--table", cfg.Table)
 	cmd.Args = append(cmd.Args, args...)
-	out, err := cmd.Output()
+	text, err := cmd.Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
@@ -117,11 +119,22 @@ func readTable(t *testing.T, cfg *sink.IcebergConfig, args ...string) readOut {
 		}
 		t.Fatal(err)
 	}
-	var r readOut
-	if err := json.Unmarshal(out, &r); err != nil {
-		t.Fatalf("%v: %s", err, out)
+	if err := json.Unmarshal(text, out); err != nil {
+		t.Fatalf("%v: %s", err, text)
 	}
-	return r
+}
+
+// pythonOf is the venv's python with pyiceberg (scripts/setup.sh).
+func pythonOf(t *testing.T) string {
+	t.Helper()
+	python := filepath.Join(os.Getenv("HOME"), ".cache", "logstore", "venv", "bin", "python3")
+	if c := os.Getenv("LOGSTORE_CACHE"); c != "" {
+		python = filepath.Join(c, "venv", "bin", "python3")
+	}
+	if exec.Command(python, "-c", "import pyiceberg, sqlalchemy").Run() != nil {
+		t.Fatalf("no pyiceberg in %s: run scripts/setup.sh", python)
+	}
+	return python
 }
 
 // seqCounts counts each source record's rows.
@@ -345,20 +358,41 @@ func TestExistingTableMismatchNamesTheColumn(t *testing.T) {
 
 // TestPartitionFiltersFindTheirRows: a reader that skips files by their
 // partition finds every row its filter asks for, nulls included, beside
-// empty strings (which are filed, as in Hive, under null: iceberg-go
-// v0.7.0 writes an empty string's partition summary as no lower bound,
-// which makes pyiceberg skip the whole commit for any filter on the
-// column).
+// empty strings, which are filed, as in Hive, under null
+// (TestEmptyStringPartitionWaitsForIcebergGo says why): level equal to
+// the empty string alone plans no file, so the documented filter for them
+// is "level is null or" that, which finds them and no null row more.
 func TestPartitionFiltersFindTheirRows(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	b := testBatch(0, 0, 11) // level info at 0, 4, 8; warn at 1, 5, 9; null at 2, 6, 10; "" at 3, 7, 11
 	if err := openTestTable(t, cfg).Write(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
-	for where, want := range map[string]int{"level = 'warn'": 3, "level is null": 3, "level in ('info', 'warn')": 6, "ts >= '2026-12-01T00:00:00+00:00'": 6} {
+	for where, want := range map[string]int{"level = 'warn'": 3, "level is null": 3, "level in ('info', 'warn')": 6, "ts >= '2026-12-01T00:00:00+00:00'": 6,
+		"level is null or level = ''": 6} {
 		if r := readTable(t, cfg, "--where", where); r.Count != want {
 			t.Errorf("where %s: %d rows, want %d", where, r.Count, want)
 		}
+	}
+}
+
+// TestEmptyStringPartitionWaitsForIcebergGo: iceberg-go v0.7.0 makes a
+// string's bound bytes from the string's data pointer, nil for "", and
+// writes a nil bound as none. A data file partitioned under "" (tried:
+// folder level=, partition value "") made its manifest list no lower
+// bound for the field beside an upper one; pyiceberg's manifest
+// evaluator takes that for "only nulls" and skips the manifest for every
+// filter on the field: pyiceberg read 0 rows for level = 'warn',
+// level in ('info', 'warn') and level equal to the empty string (3, 6
+// and 3 before). No value of ours reaches the bound without passing
+// through an interface, which drops the pointer of an empty string, so
+// the table files "" under null
+// until iceberg-go writes empty bounds: when this fails, it does, and ""
+// can be a partition value of its own (partitionValues, sink's layout).
+func TestEmptyStringPartitionWaitsForIcebergGo(t *testing.T) {
+	b, err := iceberg.NewLiteral("").MarshalBinary()
+	if err != nil || b != nil {
+		t.Errorf("iceberg-go now marshals \"\" as %#v, %v: file empty strings under their own partition value", b, err)
 	}
 }
 
@@ -397,15 +431,11 @@ func TestRecreatedTopicIsNotTakenForHeld(t *testing.T) {
 // totalRecords is the row count the current snapshot's summary gives.
 func totalRecords(t *testing.T, tb *Table) int {
 	t.Helper()
-	tbl, err := tb.cat.LoadTable(context.Background(), tb.ident)
+	n, err := tb.Records(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := strconv.Atoi(tbl.CurrentSnapshot().Summary.Properties["total-records"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return int(n)
 }
 
 // TestMemberCommitsItsPartitionsTogether: batches of a member's partitions
