@@ -73,6 +73,53 @@ func (w *worker) inTxn(s sink.Sink) bool {
 	return w.eos != nil && sink.CommitWayOf(s) == sink.CommitsByTransaction
 }
 
+// afterTxn says whether the worker's sink s commits after the
+// transaction rather than in deliver: with exactly_once, the table. The
+// transaction's offset is the Kafka output's only record; a table
+// committed before it could hold a batch the Kafka output lacks, and when
+// the group's offsets are lost (deleted, expired) a job without files
+// starts after the table's position and never writes that batch to Kafka.
+// After the transaction, the table is never ahead of the Kafka output: a
+// stop between the two leaves the group's offset ahead, the partition
+// starts at the table's (its least advanced output) and the Kafka output
+// skips what its offset says it holds.
+func (w *worker) afterTxn(s sink.Sink) bool {
+	return w.eos != nil && sink.CommitWayOf(s) == sink.CommitsBySnapshot
+}
+
+// snapshotAfterTxn writes the batch to the sinks that commit after the
+// transaction (afterTxn), once.
+func (w *worker) snapshotAfterTxn(ctx context.Context, last int64) error {
+	b := &w.batch
+	if b.tabled || (len(b.rows) == 0 && b.staged == 0) {
+		return nil
+	}
+	sinks, _, err := w.withLayout(w.using)
+	if err != nil {
+		return err
+	}
+	batch := w.sinkBatch(last)
+	for _, s := range sinks {
+		if !w.afterTxn(s) {
+			continue
+		}
+		kind, start := sinkKind(s), time.Now()
+		err := w.retrySink(ctx, "writing a batch", kind, func() error { return s.Write(ctx, batch) })
+		if refused := sink.AsRowErrors(err); refused != nil {
+			// Every check that can refuse a row ran before the
+			// transaction; its rows are in Kafka now and cannot leave.
+			return errFatal{fmt.Errorf("%s/%d: the %s sink refused %d rows of batch %d-%d after its transaction committed them to Kafka (first: %v); "+
+				"report this with the record: a check before the transaction should have refused it", w.topic, w.partition, kind, len(refused), b.first, last, refused[0])}
+		}
+		if err != nil {
+			return err
+		}
+		w.metrics.timeFlush(kind, start)
+	}
+	b.tabled = true
+	return nil
+}
+
 // deadInTxn says whether the dead-letter writer d writes in the
 // transaction rather than in deliver.
 func (w *worker) deadInTxn(d deadLetterWriter) bool {
@@ -95,6 +142,9 @@ func (w *worker) commitNext(ctx context.Context, last int64) error {
 	}
 	if len(b.rows) == 0 && (len(b.dead) == 0 || w.eos.dead == nil) {
 		// Nothing for Kafka (every record filtered out): a plain commit.
+		if err := w.snapshotAfterTxn(ctx, last); err != nil {
+			return err
+		}
 		if err := w.saveResume(ctx, last, false); err != nil {
 			return err
 		}
@@ -111,6 +161,9 @@ func (w *worker) commitNext(ctx context.Context, last int64) error {
 		w.metrics.timeCommit(stepNext, start)
 		// Committed: a flush that fails after this must not write it again.
 		b.transacted = true
+	}
+	if err := w.snapshotAfterTxn(ctx, last); err != nil {
+		return err
 	}
 	return w.saveResume(ctx, last, false)
 }

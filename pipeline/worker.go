@@ -102,6 +102,7 @@ type openBatch struct {
 	deadBy      int   // how many dead-letter writers already wrote its dead letters
 	delivered   bool  // every sink holds the batch cut at last; only the commit of next is left
 	transacted  bool  // exactly_once: its transaction (rows, dead letters, next) committed
+	tabled      bool  // exactly_once: the table's snapshot, after the transaction, holds it
 	// unsure: exactly_once: a transaction of it went unanswered, and may
 	// have committed; the group's offset tells before it is written again.
 	unsure bool
@@ -509,7 +510,7 @@ func (w *worker) deliver(ctx context.Context, last int64) error {
 	if _, err := w.stage(ctx); err != nil {
 		return err
 	}
-	batch := &sink.Batch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Schema: w.decoder.Schema(), Rows: b.rows, Sources: b.sources, Staged: b.staged, Prefix: w.prefix, ValidText: true, TopicID: w.topicID}
+	batch := w.sinkBatch(last)
 	// Rows a sink will never take leave the batch before anything is
 	// written, so no sink holds a row another refused.
 	if err := w.checkRows(sinks, batch); err != nil {
@@ -521,9 +522,11 @@ func (w *worker) deliver(ctx context.Context, last int64) error {
 	// gone once its files are stored).
 	for i := b.wroteBy; i < len(sinks) && (len(batch.Rows) > 0 || b.staged > 0); i++ {
 		s := sinks[i]
-		if w.inTxn(s) {
+		if w.inTxn(s) || w.afterTxn(s) {
+			// Its rows go in the transaction with next, or (the table
+			// beside exactly-once Kafka) in a snapshot after it: commitNext.
 			b.wroteBy = i + 1
-			continue // its rows go in the transaction with next (commitNext)
+			continue
 		}
 		if sink.CommitWayOf(s) == sink.CommitsBySnapshot {
 			// The dead letters go before the table's snapshot: without
@@ -554,6 +557,13 @@ func (w *worker) deliver(ctx context.Context, last int64) error {
 		w.metrics.timeFlush(kind, start)
 	}
 	return w.writeDeadLetters(ctx, dead, last)
+}
+
+// sinkBatch is the open batch, cut at last, as the sinks take it.
+func (w *worker) sinkBatch(last int64) *sink.Batch {
+	b := &w.batch
+	return &sink.Batch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Schema: w.decoder.Schema(), Rows: b.rows,
+		Sources: b.sources, Staged: b.staged, Prefix: w.prefix, ValidText: true, TopicID: w.topicID}
 }
 
 // writeDeadLetters writes the batch's dead letters with every dead-letter
