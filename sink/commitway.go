@@ -17,7 +17,10 @@ const (
 	CommitsByName CommitWay = iota
 	// CommitsBySnapshot: the member's batches go in one snapshot that
 	// records each partition's position; a batch it holds is skipped
-	// (the Iceberg table).
+	// (the Iceberg table). Beside CommitsByTransaction the job writes it
+	// after the transaction (pipeline's afterTxn): the transaction's
+	// offsets are the Kafka output's only record, and the table must
+	// never hold a batch the Kafka output lacks.
 	CommitsBySnapshot
 	// CommitsAtLeastOnce: written as it comes; a batch written again is
 	// written again (Kafka at_least_once, told apart by its headers).
