@@ -22,7 +22,7 @@ func (j *Job) startOf(ctx context.Context, topic string, partition int, group po
 	k := start.Known{
 		Topic: topic, Partition: partition, TopicID: topicID,
 		Group: group, StartOffset: fresh, StartSetting: j.cfg.Kafka.StartOffset,
-		Transactions: j.eos != nil, Layout: j.layout, OnOutOfRange: j.cfg.Kafka.OnOffsetOutOfRange,
+		Transactions: j.eos != nil, TableAfterTxn: j.eos != nil && j.cfg.Sinks.Iceberg != nil, Layout: j.layout, OnOutOfRange: j.cfg.Kafka.OnOffsetOutOfRange,
 		Log: func() (int64, int64, error) { return j.logBounds(ctx, topic, partition) },
 	}
 	var out resumeRecord

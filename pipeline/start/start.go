@@ -81,6 +81,11 @@ type Known struct {
 	// Transactions says the group's offset is the exactly-once Kafka
 	// output's own position, committed in the transactions that wrote it.
 	Transactions bool
+	// TableAfterTxn says a table output commits each batch after its
+	// transaction (a table beside exactly-once Kafka): the group's offset
+	// may then be ahead of the table by the batches of a cycle cut short
+	// between the two.
+	TableAfterTxn bool
 	// Layout is the files layout now ("" without files).
 	Layout string
 	// OnOutOfRange is kafka.on_offset_out_of_range: fail, earliest, latest.
@@ -181,11 +186,25 @@ func decide(k Known) (Start, error) {
 			"starting there, the table skips what it holds", rec.Last, g.Offset)
 		pos = g
 	}
+	keepGroup := false // the group's offset stays: it is the Kafka output's record
+	if k.TableAfterTxn && ok && g.Offset >= 0 && pos == g {
+		switch {
+		case whose == "table" && rec.Next < g.Offset:
+			pos, keepGroup = Position{Offset: rec.Next, Cut: -1}, true
+			reason = fmt.Sprintf("the group's offset %d, where the Kafka output stands (committed in its transactions), is ahead of the table, which holds up to %d: "+
+				"the job stopped between a transaction and the table's snapshot; starting after the table, the Kafka output skips what it holds", g.Offset, rec.Last)
+		case whose == "files" && rec.Mark != "" && g.Offset > rec.Last:
+			pos, keepGroup = ParseMark(rec.Mark).At(rec.Next), true
+			reason = fmt.Sprintf("the group's offset %d, where the Kafka output stands, is past the batch %d-%d the files' record says is being written, "+
+				"and the table commits after the transaction: re-cutting it (the files are written again under the same names, the table skips it if it holds it, "+
+				"the Kafka output skips it)", g.Offset, rec.First, rec.Last)
+		}
+	}
 	if err := checkCutLayout(k.Topic, k.Partition, pos, k.Layout); err != nil {
 		return Start{}, err
 	}
 	if pos != g {
-		s := Start{Position: pos, By: whose, Commit: true, Warn: true, Reason: reason}
+		s := Start{Position: pos, By: whose, Commit: !keepGroup, Warn: true, Reason: reason}
 		if reason == "" {
 			s.Warn = false
 			s.Reason = fmt.Sprintf("the pending cut is in the output whole (%s %d-%d, the group's cut mark; its commit was not made); continuing after it", holds(whose), g.Offset, g.Cut)

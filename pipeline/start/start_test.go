@@ -89,6 +89,14 @@ func TestDecide(t *testing.T) {
 			want: at(1100, 1199), by: "group", inKafka: 1100, reason: []string{"the table holds up to 1199"}},
 		{name: "the Kafka output ahead of the table (batches with no rows)", k: Known{Group: at(1300, -1), Table: files(1100, 1199, 1200), Transactions: true},
 			want: at(1300, -1), by: "group", inKafka: 1300},
+		// The table after the transaction (a table beside exactly-once
+		// Kafka): a stop between the two leaves the group's offset ahead.
+		{name: "the Kafka output ahead of the table: a stop between the transaction and the snapshot", k: Known{Group: at(1300, -1), Table: files(1100, 1199, 1200), Transactions: true, TableAfterTxn: true},
+			want: at(1200, -1), by: "table", warn: true, inKafka: 1300, reason: []string{"group's offset 1300", "ahead of the table", "holds up to 1199", "Kafka output skips"}},
+		{name: "the table after the transaction, both at the same place", k: Known{Group: at(1200, -1), Table: files(1100, 1199, 1200), Transactions: true, TableAfterTxn: true},
+			want: at(1200, -1), by: "group", inKafka: 1200},
+		{name: "a batch being written, the group past it, the table after the transaction: re-cut, not settled", k: Known{Group: at(50, -1), Files: writing(40, 49), Transactions: true, TableAfterTxn: true},
+			want: at(40, 49), by: "files", warn: true, inKafka: 50, reason: []string{"past the batch 40-49", "re-cutting it", "the table skips it"}},
 		{name: "the files' record is every output's: the table is not weighed", k: Known{Group: at(1100, -1), Files: files(1000, 1099, 1100), Table: files(1100, 1199, 1200), Transactions: true},
 			want: at(1100, -1), by: "group", inKafka: 1100, reason: []string{"files hold up to 1099"}},
 
