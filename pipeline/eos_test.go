@@ -155,12 +155,21 @@ func tableConfig(dir string) string {
 // losing it from Kafka.
 func TestTableAndExactlyOnceKafkaWithoutFilesLoseNoBatch(t *testing.T) {
 	const n = 200
+	c, cfg := tableAndKafkaStoppedBeforeEndTxn(t, n, 70)
+	runTestJob(t, cfg, Mode{UntilNow: true})
+	everyValueOnce(t, testkit.ReadCommitted(t, c.ListenAddrs(), "out", n), n)
+}
+
+// tableAndKafkaStoppedBeforeEndTxn runs a job writing n records to a
+// table and to exactly-once Kafka without files, its EndTxn commits
+// refused, and stops it once two were refused: the table may hold batches
+// whose transaction never committed. It returns the cluster and the config
+// to run again.
+func tableAndKafkaStoppedBeforeEndTxn(t *testing.T, n, maxRows int) (*kfake.Cluster, string) {
+	t.Helper()
 	c := fakeCluster(t, kfake.SeedTopics(1, "logs", "out"))
 	produceN(t, c.ListenAddrs(), 0, n)
-	dir := t.TempDir()
-	cfg := eosConfig(c.ListenAddrs(), "g", "", "out", 70)
-	cfg = strings.Replace(cfg, "sinks: {", "sinks: {"+tableConfig(dir), 1)
-
+	cfg := strings.Replace(eosConfig(c.ListenAddrs(), "g", "", "out", maxRows), "sinks: {", "sinks: {"+tableConfig(t.TempDir()), 1)
 	refused := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Count: -1, Err: kerr.UnknownServerError,
 		When: func(r kmsg.Request) bool { return r.(*kmsg.EndTxnRequest).Commit }})
 	ctx, stop := context.WithTimeout(context.Background(), 4*time.Second)
@@ -174,9 +183,7 @@ func TestTableAndExactlyOnceKafkaWithoutFilesLoseNoBatch(t *testing.T) {
 		t.Logf("the stopped job: %v", err)
 	}
 	refused.Remove()
-
-	runTestJob(t, cfg, Mode{UntilNow: true})
-	everyValueOnce(t, testkit.ReadCommitted(t, c.ListenAddrs(), "out", n), n)
+	return c, cfg
 }
 
 // TestTableAndExactlyOnceKafkaWithoutFilesLoseNoBatchWhenOffsetsAreLost:
@@ -191,25 +198,7 @@ func TestTableAndExactlyOnceKafkaWithoutFilesLoseNoBatch(t *testing.T) {
 // record, the offset, is gone).
 func TestTableAndExactlyOnceKafkaWithoutFilesLoseNoBatchWhenOffsetsAreLost(t *testing.T) {
 	const n, maxRows = 200, 70
-	c := fakeCluster(t, kfake.SeedTopics(1, "logs", "out"))
-	produceN(t, c.ListenAddrs(), 0, n)
-	dir := t.TempDir()
-	cfg := strings.Replace(eosConfig(c.ListenAddrs(), "g", "", "out", maxRows), "sinks: {", "sinks: {"+tableConfig(dir), 1)
-
-	refused := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Count: -1, Err: kerr.UnknownServerError,
-		When: func(r kmsg.Request) bool { return r.(*kmsg.EndTxnRequest).Commit }})
-	ctx, stop := context.WithTimeout(context.Background(), 4*time.Second)
-	defer stop()
-	wait := startJob(t, ctx, strings.Replace(cfg, "run: ", "", 1)+"run: {shutdown_timeout: 1s}\n", Mode{})
-	if err := refused.Wait(ctx, 2); err != nil {
-		t.Fatalf("no commit was refused: %v", err)
-	}
-	stop()
-	if err := wait(); err != nil {
-		t.Logf("the stopped job: %v", err)
-	}
-	refused.Remove()
-
+	c, cfg := tableAndKafkaStoppedBeforeEndTxn(t, n, maxRows)
 	// The group's offsets are lost: the next run is a group with none.
 	runTestJob(t, strings.Replace(cfg, "group: g", "group: g2", 1), Mode{UntilNow: true})
 	seen := testkit.ReadCommitted(t, c.ListenAddrs(), "out", n)
