@@ -157,6 +157,12 @@ type KafkaOutputConfig struct {
 	// read_committed consumer of the output, and the member taking over
 	// the partitions, wait when a member dies mid-transaction.
 	TransactionTimeout time.Duration `yaml:"transaction_timeout"`
+	// PositionsTopic is where exactly_once keeps its own record of each
+	// input partition's next offset, written in the same transactions as
+	// the rows and the group's offsets: a compacted topic, so the record
+	// outlives group offsets that expire or are deleted. Default
+	// "<topic>.logstore-positions".
+	PositionsTopic string `yaml:"positions_topic"`
 }
 
 // The allowed values of enumerated keys, in the order the docs give them.
@@ -282,6 +288,9 @@ func (k *KafkaOutputConfig) setDefaults() {
 	confkey.Default(&k.MetadataMaxAge, 2*time.Second)
 	confkey.Default(&k.Delivery, DeliveryAtLeastOnce)
 	confkey.Default(&k.TransactionTimeout, time.Minute)
+	if k.Topic != "" {
+		confkey.Default(&k.PositionsTopic, k.Topic+".logstore-positions")
+	}
 }
 
 // envEndpoint is the S3 endpoint the SDK takes from the environment.
@@ -291,6 +300,8 @@ func envEndpoint() string {
 	}
 	return os.Getenv("AWS_ENDPOINT_URL")
 }
+
+var topicName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
 
 var partitionName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -466,6 +477,12 @@ func (k *KafkaOutputConfig) validate() error {
 	// transaction must outlast one produce with its retries.
 	if k.TransactionTimeout < time.Second || k.TransactionTimeout > 15*time.Minute {
 		return confkey.Errorf("kafka.transaction_timeout", "%s is outside 1s to 15m (the brokers' transaction.max.timeout.ms by default)", k.TransactionTimeout)
+	}
+	if k.PositionsTopic != "" && !topicName.MatchString(k.PositionsTopic) {
+		return confkey.Errorf("kafka.positions_topic", "%q is not a Kafka topic name (at most 249 of the characters a-z A-Z 0-9 . _ -)", k.PositionsTopic)
+	}
+	if k.PositionsTopic == k.Topic {
+		return confkey.Errorf("kafka.positions_topic", "%q is the output topic itself: name another topic", k.PositionsTopic)
 	}
 	return nil
 }

@@ -219,12 +219,25 @@ func finish(group []*TxnPart, err error) {
 }
 
 // inCycle produces every part's rows (at once: each Produce waits for its
-// acknowledgements, and the parts' partitions go in parallel), then what
-// else they produce, then commits every part's offset in one
-// TxnOffsetCommit. A part's own failure lands in errs[i], and the
-// transaction fails with ErrCycleAborted for the others.
+// acknowledgements, and the parts' partitions go in parallel) and the
+// parts' offsets to the positions topic, then what else they produce,
+// then commits every part's offset in one TxnOffsetCommit. A part's own
+// failure lands in errs[i], and the transaction fails with
+// ErrCycleAborted for the others.
 func (k *Kafka) inCycle(ctx context.Context, group []*TxnPart, errs []error) error {
+	var member *producer.GroupMember
+	offsets := make([]producer.Offset, 0, len(group))
+	for _, p := range group {
+		if p.Member != nil {
+			member = p.Member
+			offsets = append(offsets, p.Offset)
+		}
+	}
 	var wg sync.WaitGroup
+	var posErr error
+	if member != nil {
+		wg.Go(func() { posErr = k.writePositions(ctx, member.Group, offsets) })
+	}
 	for i, p := range group {
 		if len(p.Batch.Rows) == 0 {
 			continue
@@ -243,16 +256,11 @@ func (k *Kafka) inCycle(ctx context.Context, group []*TxnPart, errs []error) err
 			return ErrCycleAborted
 		}
 	}
-	var member *producer.GroupMember
-	offsets := make([]producer.Offset, 0, len(group))
-	for _, p := range group {
-		if p.Member != nil {
-			member = p.Member
-			offsets = append(offsets, p.Offset)
-		}
-	}
 	if member == nil {
 		return nil
+	}
+	if posErr != nil {
+		return posErr
 	}
 	return k.p.SendOffsets(ctx, *member, offsets)
 }
