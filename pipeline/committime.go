@@ -28,6 +28,7 @@ func CommitTime(meta string) (time.Time, bool) {
 	if !ok {
 		return time.Time{}, false
 	}
+	ms, _, _ = strings.Cut(ms, " ") // a transaction's commit: " from:<first>" follows
 	v, err := strconv.ParseInt(ms, 10, 64)
 	if err != nil {
 		return time.Time{}, false

@@ -187,15 +187,15 @@ func tableAndKafkaStoppedBeforeEndTxn(t *testing.T, n, maxRows int) (*kfake.Clus
 }
 
 // TestTableAndExactlyOnceKafkaWithoutFilesLoseNoBatchWhenOffsetsAreLost:
-// without files the exactly-once Kafka output's only record is the
-// group's offset, committed in its transactions. When the job stopped
-// between the table's snapshot and the transaction's commit, and the
-// group's offsets are then lost (deleted, expired after
-// offsets.retention.minutes, a new group), the next start may only rely on
-// the table, so the table must never hold a batch the Kafka output does
-// not: every record reaches read_committed consumers, and at most the
-// batch whose transaction committed before the stop comes again (its
-// record, the offset, is gone).
+// the job stopped between a transaction's commit and the table's snapshot,
+// and the group's offsets are then lost (deleted, expired after
+// offsets.retention.minutes, a new group). The table is behind the Kafka
+// output by that batch; the Kafka output's own record, its positions
+// topic written in the same transactions, says where it stands, so the
+// next start writes the batch into the table only: every record reaches
+// read_committed consumers once (before the positions topic the batch
+// came again: 70 of 200 seen twice; before the table moved after the
+// transaction it was missing: 70 of 200).
 func TestTableAndExactlyOnceKafkaWithoutFilesLoseNoBatchWhenOffsetsAreLost(t *testing.T) {
 	const n, maxRows = 200, 70
 	c, cfg := tableAndKafkaStoppedBeforeEndTxn(t, n, maxRows)
@@ -211,10 +211,9 @@ func TestTableAndExactlyOnceKafkaWithoutFilesLoseNoBatchWhenOffsetsAreLost(t *te
 			again += k - 1
 		}
 	}
-	if missing > 0 || again > maxRows {
-		t.Errorf("read_committed: %d of %d records missing, %d seen again (at most %d, the batch whose commit was not recorded)", missing, n, again, maxRows)
+	if missing > 0 || again > 0 {
+		t.Errorf("read_committed: %d of %d records missing, %d seen again; want each once", missing, n, again)
 	}
-	t.Logf("read_committed: %d records missing, %d seen again", missing, again)
 }
 
 // TestKafkaOutputSkipsWhatItHolds: a partition starts at its least

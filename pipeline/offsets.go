@@ -152,9 +152,14 @@ func (noCommit) commit(context.Context, string, int, int64, string) error { retu
 // may still commit one, and what it commits this member must not read
 // and write again. A member that died mid-transaction makes this wait
 // until sinks.kafka.transaction_timeout aborts its transaction.
-func (j *Job) fetchPositions(ctx context.Context, assigned map[string][]int) (map[string]map[int]position, error) {
+//
+// froms is, with exactly_once, the first offset of the last batch each
+// partition's transactions committed (start.FromOf), where the group
+// records it.
+func (j *Job) fetchPositions(ctx context.Context, assigned map[string][]int) (positions map[string]map[int]position, froms map[string]map[int]*int64, err error) {
 	if j.eos == nil {
-		return fetchPositions(ctx, j.conn.Client, j.cfg.Kafka.Group, assigned)
+		positions, err = fetchPositions(ctx, j.conn.Client, j.cfg.Kafka.Group, assigned)
+		return positions, nil, err
 	}
 	topics := make(map[string][]int32, len(assigned))
 	for topic, ps := range assigned {
@@ -164,19 +169,22 @@ func (j *Job) fetchPositions(ctx context.Context, assigned map[string][]int) (ma
 	}
 	got, err := j.eos.kafka.Producer().StableOffsets(ctx, j.cfg.Kafka.Group, topics)
 	if err != nil {
-		return nil, fmt.Errorf("fetching committed offsets of group %s: %w", j.cfg.Kafka.Group, err)
+		return nil, nil, fmt.Errorf("fetching committed offsets of group %s: %w", j.cfg.Kafka.Group, err)
 	}
-	out := make(map[string]map[int]position, len(assigned))
+	positions = make(map[string]map[int]position, len(assigned))
+	froms = make(map[string]map[int]*int64, len(assigned))
 	for topic, ps := range assigned {
-		out[topic] = make(map[int]position, len(ps))
+		positions[topic] = make(map[int]position, len(ps))
+		froms[topic] = make(map[int]*int64, len(ps))
 		for _, p := range ps {
-			out[topic][p] = start.None
+			positions[topic][p] = start.None
 			if c, ok := got[topic][int32(p)]; ok && c.Offset >= 0 {
-				out[topic][p] = start.ParseMark(c.Metadata).At(c.Offset)
+				positions[topic][p] = start.ParseMark(c.Metadata).At(c.Offset)
+				froms[topic][p] = start.FromOf(c.Metadata)
 			}
 		}
 	}
-	return out, nil
+	return positions, froms, nil
 }
 
 // fetchPositions reads the group's committed offsets and pending cuts.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/logstore/logstore/internal/kafka/conn"
 	"github.com/logstore/logstore/internal/kafka/producer"
+	"github.com/logstore/logstore/pipeline/start"
 	"github.com/logstore/logstore/sink"
 )
 
@@ -260,7 +261,7 @@ func (w *worker) transactOnce(ctx context.Context, last int64, member *producer.
 			also = func(ctx context.Context) error { return w.eos.dead.writeDeadLetters(ctx, dead) }
 		}
 		err := w.eos.kafka.Transact(ctx, &sink.TxnPart{Batch: batch, Also: also, Member: member,
-			Offset: producer.Offset{Topic: w.topic, Partition: int32(w.partition), Offset: last + 1}})
+			Offset: producer.Offset{Topic: w.topic, Partition: int32(w.partition), Offset: last + 1, Metadata: start.WithFrom(commitTimeMeta(time.Now()), b.first)}})
 		if errors.Is(err, sink.ErrCycleAborted) {
 			continue // another partition's batch failed the member's transaction
 		}

@@ -313,11 +313,16 @@ type readyWorker struct {
 // again, partition by partition.
 func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit committer, targets map[string]map[int]int64, mode Mode) ([]readyWorker, error) {
 	var positions map[string]map[int]position
+	var froms map[string]map[int]*int64
 	if _, ok := commit.(noCommit); !ok {
 		var err error
-		if positions, err = j.fetchPositions(ctx, assigned); err != nil {
+		if positions, froms, err = j.fetchPositions(ctx, assigned); err != nil {
 			return nil, err
 		}
+	}
+	own, err := j.lostPositions(ctx, positions)
+	if err != nil {
+		return nil, err
 	}
 	var ready []readyWorker
 	var starts []start.Start
@@ -342,7 +347,7 @@ func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit com
 				s, _ = start.Decide(start.Known{Topic: topic, Partition: p, Backfill: true, BackfillFrom: offsets[p]})
 			} else {
 				j.removeLeftovers(ctx, topic, p)
-				if s, err = j.startOf(ctx, topic, p, positions[topic][p], offsets[p], topicID, commit); err != nil {
+				if s, err = j.startOf(ctx, topic, p, positions[topic][p], own[topic][p], froms[topic][p], offsets[p], topicID, commit); err != nil {
 					return fail(err)
 				}
 			}

@@ -57,6 +57,11 @@ func (j *Job) openSinks(ctx context.Context, deps Deps) error {
 			j.eos = &exactlyOnce{kafka: k, group: j.cfg.Kafka.Group, instance: j.cfg.Kafka.GroupInstanceID}
 		}
 	}
+	if j.eos != nil {
+		if err := j.ensurePositionsTopic(ctx); err != nil {
+			return err
+		}
+	}
 	for _, s := range j.sinks {
 		if t, ok := s.(sink.TableSink); ok && j.resume == nil {
 			j.resume = tableResume{t}

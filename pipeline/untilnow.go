@@ -74,7 +74,7 @@ func (s *partitionSet) unfinished(ctx context.Context) (int, error) {
 	if len(others) == 0 {
 		return 0, nil
 	}
-	positions, err := s.j.fetchPositions(ctx, others)
+	positions, _, err := s.j.fetchPositions(ctx, others)
 	if err != nil {
 		return 0, err
 	}

@@ -110,3 +110,28 @@ type Position struct {
 
 // None is the position of a group that never committed.
 var None = Position{Offset: -1, Cut: -1}
+
+// A transaction's commit of a batch's next offset carries the batch's
+// first offset after the commit time: "at:<Unix ms> from:<first>". A
+// table that commits after the transaction lacks at most that batch.
+const fromInMeta = " from:"
+
+// WithFrom is commit metadata meta with the batch's first offset.
+func WithFrom(meta string, first int64) string {
+	return meta + fromInMeta + strconv.FormatInt(first, 10)
+}
+
+// FromOf is the batch's first offset in commit metadata; nil when it
+// holds none.
+func FromOf(meta string) *int64 {
+	_, v, ok := strings.Cut(meta, fromInMeta)
+	if !ok {
+		return nil
+	}
+	v, _, _ = strings.Cut(v, " ")
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return nil
+	}
+	return &n
+}

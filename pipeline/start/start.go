@@ -81,6 +81,16 @@ type Known struct {
 	// Transactions says the group's offset is the exactly-once Kafka
 	// output's own position, committed in the transactions that wrote it.
 	Transactions bool
+	// Kafka is that position as the output's positions topic records it
+	// (sinks.kafka.positions_topic, written in the same transactions);
+	// nil when unread (the group had an offset) or it holds none. It
+	// stands in for a group offset that was lost.
+	Kafka *Position
+	// KafkaFrom is the first offset of the last batch the Kafka output's
+	// transactions committed (its commit metadata, "from:<first>"); nil
+	// when unknown. A table after the transaction that has no record yet
+	// may lack that batch (a stop before its first snapshot).
+	KafkaFrom *int64
 	// TableAfterTxn says a table output commits each batch after its
 	// transaction (a table beside exactly-once Kafka): the group's offset
 	// may then be ahead of the table by the batches of a cycle cut short
@@ -144,9 +154,26 @@ func Decide(k Known) (Start, error) {
 		return Start{Position: Position{Offset: k.BackfillFrom, Cut: -1}, By: "backfill", InKafka: -1,
 			Reason: fmt.Sprintf("a backfill (--from/--to) reads its range from %d, outside the group", k.BackfillFrom)}, nil
 	}
+	lost := k.Group.Offset
+	lifted := k.Transactions && k.Kafka != nil && k.Kafka.Offset > k.Group.Offset
+	if lifted {
+		k.Group = *k.Kafka
+	}
 	s, err := decide(k)
 	if err != nil {
 		return Start{}, err
+	}
+	if lifted {
+		was := "has no committed offset (expired after offsets.retention.minutes, or deleted)"
+		if lost >= 0 {
+			was = fmt.Sprintf("has the offset %d", lost)
+		}
+		s.Reason = fmt.Sprintf("the group %s; the Kafka output's positions topic, written in the same transactions, has %d and stands in for it: %s", was, k.Kafka.Offset, s.Reason)
+		s.Warn = true
+		if s.By == "group" {
+			s.By = "positions topic"
+			s.Commit = s.Cut < 0 // the group takes its offset back; a re-cut commits its own
+		}
 	}
 	s.InKafka = -1
 	if k.Transactions {
@@ -199,6 +226,11 @@ func decide(k Known) (Start, error) {
 				"and the table commits after the transaction: re-cutting it (the files are written again under the same names, the table skips it if it holds it, "+
 				"the Kafka output skips it)", g.Offset, rec.First, rec.Last)
 		}
+	}
+	if k.TableAfterTxn && !ok && k.Layout == "" && g.Offset >= 0 && pos == g && k.KafkaFrom != nil && *k.KafkaFrom < g.Offset {
+		pos, keepGroup = Position{Offset: *k.KafkaFrom, Cut: -1}, true
+		reason = fmt.Sprintf("the group's offset %d, where the Kafka output stands, ends a batch from %d, and the table, which commits after the transaction, holds nothing of this partition: "+
+			"writing that batch into the table (the job stopped before the table's first snapshot of it, or the table is new), the Kafka output skips it", g.Offset, *k.KafkaFrom)
 	}
 	if err := checkCutLayout(k.Topic, k.Partition, pos, k.Layout); err != nil {
 		return Start{}, err

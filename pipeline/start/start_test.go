@@ -97,6 +97,21 @@ func TestDecide(t *testing.T) {
 			want: at(1200, -1), by: "group", inKafka: 1200},
 		{name: "a batch being written, the group past it, the table after the transaction: re-cut, not settled", k: Known{Group: at(50, -1), Files: writing(40, 49), Transactions: true, TableAfterTxn: true},
 			want: at(40, 49), by: "files", warn: true, inKafka: 50, reason: []string{"past the batch 40-49", "re-cutting it", "the table skips it"}},
+		{name: "the table after the transaction holds nothing yet: the Kafka output's last batch goes into it", k: Known{Group: at(100, -1), Transactions: true, TableAfterTxn: true, KafkaFrom: ptr(70)},
+			want: at(70, -1), by: "table", warn: true, inKafka: 100, reason: []string{"ends a batch from 70", "holds nothing of this partition", "Kafka output skips it"}},
+		{name: "the table holds nothing, the Kafka output's batch unknown (an older commit): the group decides", k: Known{Group: at(100, -1), Transactions: true, TableAfterTxn: true},
+			want: at(100, -1), by: "group", inKafka: 100},
+		// The group's offsets lost: the positions topic stands in for them.
+		{name: "offsets lost, the Kafka output alone: its positions topic decides, and the group takes it back", k: Known{Group: None, StartOffset: 0, Transactions: true, Kafka: &Position{Offset: 300, Cut: -1}},
+			want: at(300, -1), by: "positions topic", commit: true, warn: true, inKafka: 300, reason: []string{"no committed offset", "positions topic", "has 300"}},
+		{name: "offsets lost, the table behind the Kafka output's positions topic: the table catches up, Kafka skips", k: Known{Group: None, Table: files(100, 199, 200), Transactions: true, TableAfterTxn: true, Kafka: &Position{Offset: 300, Cut: -1}},
+			want: at(200, -1), by: "table", warn: true, inKafka: 300, reason: []string{"positions topic", "ahead of the table", "Kafka output skips"}},
+		{name: "offsets lost, the table empty, the positions topic names the last batch", k: Known{Group: None, Transactions: true, TableAfterTxn: true, Kafka: &Position{Offset: 300, Cut: -1}, KafkaFrom: ptr(250)},
+			want: at(250, -1), by: "table", warn: true, inKafka: 300, reason: []string{"positions topic", "ends a batch from 250"}},
+		{name: "offsets lost, a files batch being written that the positions topic is past: re-cut, Kafka skips it", k: Known{Group: None, Files: writing(40, 49), Transactions: true, TableAfterTxn: true, Kafka: &Position{Offset: 50, Cut: -1}},
+			want: at(40, 49), by: "files", warn: true, inKafka: 50, reason: []string{"positions topic", "re-cutting it"}},
+		{name: "the positions topic is not weighed without exactly-once Kafka", k: Known{Group: None, StartOffset: 5, Kafka: &Position{Offset: 300, Cut: -1}},
+			want: at(5, -1), by: "start_offset", inKafka: -1},
 		{name: "the files' record is every output's: the table is not weighed", k: Known{Group: at(1100, -1), Files: files(1000, 1099, 1100), Table: files(1100, 1199, 1200), Transactions: true},
 			want: at(1100, -1), by: "group", inKafka: 1100, reason: []string{"files hold up to 1099"}},
 
@@ -192,3 +207,5 @@ func TestOtherTopic(t *testing.T) {
 		}
 	}
 }
+
+func ptr(n int64) *int64 { return &n }

@@ -1,0 +1,179 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol/createtopics"
+
+	"github.com/logstore/logstore/internal/kafka/conn"
+
+	"github.com/logstore/logstore/pipeline/fetch"
+	"github.com/logstore/logstore/pipeline/start"
+	"github.com/logstore/logstore/sink"
+)
+
+// positionsSegment is the positions topic's segment.ms: compaction leaves
+// the active segment alone, so a shorter segment bounds what a start reads
+// to about this much of the member's cycles plus one record per key.
+const positionsSegment = "600000" // 10 minutes
+
+// ensurePositionsTopic creates sinks.kafka.positions_topic, compacted, when
+// the cluster does not have it yet (see sink/kafkapositions.go for what it
+// holds). A topic that exists is used as it is.
+func (j *Job) ensurePositionsTopic(ctx context.Context) error {
+	topic := j.eos.kafka.PositionsTopic()
+	if _, err := j.eos.kafka.Producer().Partitions(ctx, topic); err == nil {
+		return nil
+	} else if !errors.Is(err, kafka.UnknownTopicOrPartition) {
+		return fmt.Errorf("sinks.kafka.positions_topic: reading metadata of %q: %w", topic, err)
+	}
+	md, err := j.conn.Client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{}})
+	if err != nil {
+		return fmt.Errorf("sinks.kafka.positions_topic: reading the cluster's brokers: %w", err)
+	}
+	// To the broker the metadata names controller (a KRaft broker forwards
+	// it to the real one), on a connection of its own: kafka-go's
+	// transport would wait for the new topic in metadata it asks only for
+	// the input's topics.
+	seeds := conn.Seeds{Dialer: j.conn.Dialer, Addrs: j.conn.Brokers}
+	if c := md.Controller; c.Host != "" {
+		seeds.Addrs = []string{net.JoinHostPort(c.Host, strconv.Itoa(c.Port))}
+	}
+	msg, _, err := seeds.Request(ctx, &createtopics.Request{TimeoutMs: 30_000, Topics: []createtopics.RequestTopic{{
+		Name: topic, NumPartitions: 1, ReplicationFactor: int16(min(3, max(1, len(md.Brokers)))),
+		Configs: []createtopics.RequestConfig{
+			{Name: "cleanup.policy", Value: "compact"},
+			{Name: "segment.ms", Value: positionsSegment},
+		},
+	}}})
+	if err == nil {
+		for _, t := range msg.(*createtopics.Response).Topics {
+			if t.ErrorCode != 0 && kafka.Error(t.ErrorCode) != kafka.TopicAlreadyExists {
+				err = fmt.Errorf("%w: %s", kafka.Error(t.ErrorCode), t.ErrorMessage)
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("sinks.kafka.positions_topic: creating %q: %w (exactly_once keeps each partition's position there; "+
+			"create it with cleanup.policy=compact, or grant the job Create on it)", topic, err)
+	}
+	j.log.Info("created the positions topic", "topic", topic, "cleanup.policy", "compact")
+	return nil
+}
+
+// kafkaOwn is the exactly-once Kafka output's own record of a partition
+// in its positions topic: where it stands, and the first offset of the
+// batch that took it there (nil when unknown).
+type kafkaOwn struct {
+	at   position
+	from *int64
+}
+
+func (o *kafkaOwn) position() *position {
+	if o == nil {
+		return nil
+	}
+	return &o.at
+}
+
+// lostPositions is, with exactly_once, the Kafka output's own record of
+// each partition the group has no offset for (its offsets expired or were
+// deleted), from the positions topic; nil when the group has them all.
+func (j *Job) lostPositions(ctx context.Context, positions map[string]map[int]position) (map[string]map[int]*kafkaOwn, error) {
+	if j.eos == nil {
+		return nil, nil
+	}
+	lost := map[string][]int{}
+	for topic, ps := range positions {
+		for p, pos := range ps {
+			if pos.Offset < 0 {
+				lost[topic] = append(lost[topic], p)
+			}
+		}
+	}
+	if len(lost) == 0 {
+		return nil, nil
+	}
+	return j.kafkaPositions(ctx, lost)
+}
+
+// kafkaPositions is the exactly-once Kafka output's own record of the
+// partitions in want (those the group has no offset for), read from the
+// positions topic: the last committed record of each, whichever group
+// wrote it. It reads the topic to its end under read_committed, so it
+// waits, as the stable-offsets fetch does, for open transactions on it to
+// end.
+func (j *Job) kafkaPositions(ctx context.Context, want map[string][]int) (map[string]map[int]*kafkaOwn, error) {
+	topic := j.eos.kafka.PositionsTopic()
+	n, err := j.eos.kafka.Producer().Partitions(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("sinks.kafka.positions_topic %q: %w", topic, err)
+	}
+	wanted := make(map[string]map[int]bool, len(want))
+	for t, ps := range want {
+		wanted[t] = make(map[int]bool, len(ps))
+		for _, p := range ps {
+			wanted[t][p] = true
+		}
+	}
+	out := make(map[string]map[int]*kafkaOwn, len(want))
+	records, found := 0, 0
+	for p := range n {
+		if err := j.readPositions(ctx, topic, p, func(t string, part int, pos sink.KafkaPosition) {
+			if records++; !wanted[t][part] {
+				return
+			}
+			if out[t] == nil {
+				out[t] = make(map[int]*kafkaOwn)
+			}
+			if out[t][part] == nil {
+				found++
+			}
+			out[t][part] = &kafkaOwn{at: start.ParseMark(pos.Metadata).At(pos.Next), from: start.FromOf(pos.Metadata)}
+		}); err != nil {
+			return nil, fmt.Errorf("reading sinks.kafka.positions_topic %q, partition %d: %w", topic, p, err)
+		}
+	}
+	j.log.Info("read the Kafka output's positions for partitions the group has no offset for", "topic", topic, "records", records, "partitions", found)
+	return out, nil
+}
+
+// readPositions hands every record of one partition of the positions topic,
+// up to the end it has when called, to each in order.
+func (j *Job) readPositions(ctx context.Context, topic string, partition int, each func(topic string, partition int, pos sink.KafkaPosition)) error {
+	reader := func(isolation string) *fetch.PartitionReader {
+		return fetch.NewPartitionReader(fetch.ReaderConfig{
+			Brokers: j.conn.Brokers, Dialer: j.conn.Dialer, Topic: topic, Partition: partition, Isolation: isolation, Log: j.log,
+		})
+	}
+	// The end with open transactions (the high watermark, not the last
+	// stable offset): what they commit must be read too, so the reader
+	// waits for them to end.
+	bounds := reader(fetch.ReadUncommitted)
+	first, end, err := bounds.Watermarks(ctx)
+	bounds.Close()
+	if err != nil {
+		return err
+	}
+	r := reader(fetch.ReadCommitted)
+	defer r.Close()
+	r.SetOffset(first)
+	for r.Offset() < end {
+		msgs, _, err := r.Fetch(ctx)
+		if err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			if t, p, pos, ok := sink.ParsePosition(m.Key, m.Value); ok {
+				each(t, p, pos)
+			}
+		}
+		r.Recycle()
+	}
+	return nil
+}
