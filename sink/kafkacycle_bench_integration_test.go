@@ -54,6 +54,8 @@ func BenchmarkKafkaCycle(b *testing.B) {
 				deps := KafkaDeps{Rack: "az-a", RackMatched: true, CommitInterval: mode.interval}
 				if mode.eos {
 					cfg.Delivery, deps.TransactionalID = DeliveryExactlyOnce, topic
+					// Each transaction writes its offsets there too, as the job's.
+					cfg.PositionsTopic = testkit.CreateTopic(b, client, []int{1, 2, 3})
 				}
 				cfg.setDefaults()
 				k, err := newKafka(cfg, testkit.Brokers, deps)
