@@ -58,6 +58,9 @@ type exactlyOnce struct {
 	dead     *kafkaDeadLetters // on the sink's producer; nil without a dead-letter topic
 	group    string
 	instance string
+	// own reads the positions topic (Job.kafkaPositions): the Kafka
+	// output's record where the group has none.
+	own func(ctx context.Context, want map[string][]int) (map[string]map[int]*kafkaOwn, error)
 }
 
 // transactionalID is the member's (see exactlyOnce).
@@ -224,6 +227,17 @@ func (w *worker) txnCommitted(ctx context.Context, last int64, member *producer.
 		return false, fmt.Errorf("%s/%d: reading the group's offset to learn whether the transaction of %d-%d committed: %w", w.topic, w.partition, w.batch.first, last, err)
 	}
 	at := offsets[w.topic][int32(w.partition)].Offset
+	if at < 0 && w.eos.own != nil {
+		// The group's offsets are gone (deleted, expired): the positions
+		// topic, written in the same transaction, tells.
+		own, err := w.eos.own(ctx, map[string][]int{w.topic: {w.partition}})
+		if err != nil {
+			return false, fmt.Errorf("%s/%d: reading the positions topic to learn whether the transaction of %d-%d committed: %w", w.topic, w.partition, w.batch.first, last, err)
+		}
+		if o := own[w.topic][w.partition]; o != nil {
+			at = o.at.Offset
+		}
+	}
 	w.log.Info("the unanswered transaction's outcome, from the group's offset", "first", w.batch.first, "last", last, "group_offset", at, "committed", at > last)
 	return at > last, nil
 }

@@ -61,6 +61,7 @@ func (j *Job) openSinks(ctx context.Context, deps Deps) error {
 		if err := j.ensurePositionsTopic(ctx); err != nil {
 			return err
 		}
+		j.eos.own = j.kafkaPositions
 	}
 	for _, s := range j.sinks {
 		if t, ok := s.(sink.TableSink); ok && j.resume == nil {
