@@ -152,7 +152,7 @@ func (w *worker) commitNext(ctx context.Context, last int64) error {
 		if err := w.saveResume(ctx, last, false); err != nil {
 			return err
 		}
-		return w.commitRetrying(ctx, last+1, "")
+		return w.commitRetrying(ctx, w.kafkaNext(last), "")
 	}
 	if !b.transacted {
 		start := time.Now()
@@ -275,7 +275,7 @@ func (w *worker) transactOnce(ctx context.Context, last int64, member *producer.
 			also = func(ctx context.Context) error { return w.eos.dead.writeDeadLetters(ctx, dead) }
 		}
 		err := w.eos.kafka.Transact(ctx, &sink.TxnPart{Batch: batch, Also: also, Member: member,
-			Offset: producer.Offset{Topic: w.topic, Partition: int32(w.partition), Offset: last + 1, Metadata: start.WithFrom(commitTimeMeta(time.Now()), b.first)}})
+			Offset: producer.Offset{Topic: w.topic, Partition: int32(w.partition), Offset: w.kafkaNext(last), Metadata: start.WithFrom(commitTimeMeta(time.Now()), b.first)}})
 		if errors.Is(err, sink.ErrCycleAborted) {
 			continue // another partition's batch failed the member's transaction
 		}
@@ -323,3 +323,17 @@ func (w *worker) notInKafka() ([]sink.Row, []sink.Source, []RejectedRecord) {
 	}
 	return rows, sources, dead
 }
+
+// kafkaNext is the offset the group commits after a batch ending at last
+// with exactly_once: the Kafka output's position, which a batch the
+// partition reads again for its other outputs (started behind the Kafka
+// output, at inKafka) does not move back.
+func (w *worker) kafkaNext(last int64) int64 { return max(last+1, w.inKafka) }
+
+// catchingUp says the open batch starts before the Kafka output's
+// position: it is read again for the other outputs alone. Its cut mark
+// is not committed to the group, whose offset stays the Kafka output's
+// position (the files' record keeps the mark, and a table takes a batch
+// whatever its cut); committed, it would move the group back, and a
+// start after a crash would produce again what the Kafka output holds.
+func (w *worker) catchingUp() bool { return w.eos != nil && w.batch.first < w.inKafka }

@@ -440,8 +440,10 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 		// take it again (its spool is gone); commit next.
 		last = b.last
 	} else if w.using = w.batchLayout(); len(b.rows) > 0 || b.staged > 0 || len(b.dead) > 0 {
-		if err := w.commitRetrying(ctx, b.first, start.MarkOf(last, w.topicID, w.using)); err != nil {
-			return err
+		if !w.catchingUp() {
+			if err := w.commitRetrying(ctx, b.first, start.MarkOf(last, w.topicID, w.using)); err != nil {
+				return err
+			}
 		}
 		sink.Failpoint(ctx, sink.FailMarked)
 		if err := w.saveResume(ctx, last, true); err != nil {
