@@ -152,6 +152,7 @@ func (m *ConsumerMember) Run(ctx context.Context, h Handler) error {
 	backoff := conn.Backoff{Min: retryBackoff, Max: maxRetryBackoff}
 	m.lastOK = time.Now()
 	var hold holdBack
+	var joinedAt time.Time
 	for {
 		if ctx.Err() != nil {
 			return m.stop(h, owned, epoch)
@@ -203,7 +204,7 @@ func (m *ConsumerMember) Run(ctx context.Context, h Handler) error {
 		joined := epoch == wire.EpochJoin
 		if joined {
 			m.readSession(ctx)
-			hold = holdBack{}
+			hold, joinedAt = holdBack{}, time.Now()
 		}
 		epoch = ans.Epoch
 		if ans.Assignment != nil {
@@ -245,7 +246,7 @@ func (m *ConsumerMember) Run(ctx context.Context, h Handler) error {
 				continue
 			}
 		}
-		if !clock.Sleep(ctx, m.interval) {
+		if !clock.Sleep(ctx, m.nextBeat(owned, joinedAt)) {
 			return m.stop(h, owned, epoch)
 		}
 	}

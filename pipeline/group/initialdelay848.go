@@ -32,6 +32,28 @@ import "time"
 // the join itself, while a describe a moment later may already count the
 // members that joined since, and needs no further request or ACL.
 
+// The members that joined during the delay are given their partitions
+// only once the first has let go of them, at the delay's end, and hear of
+// it at their next heartbeat; at the coordinator's interval (5 s) that is
+// up to five seconds after, longer than the delay itself. So a member
+// that joined and holds nothing heartbeats every joinPoll for the delay
+// and two intervals more. A scale-out's newcomer likewise hears soon of
+// the partitions an owner lets go of: the owner hears of the newcomer at
+// its next heartbeat (within an interval) and acknowledges once it has
+// committed (within another, mostly). The coordinator takes a heartbeat
+// at any time: the Java consumer sends one at once to acknowledge an
+// assignment.
+const joinPoll = 500 * time.Millisecond
+
+// nextBeat is the wait before the next heartbeat of a member that holds
+// owned and last joined at joined.
+func (m *ConsumerMember) nextBeat(owned Assignment, joined time.Time) time.Duration {
+	if owned.Count() == 0 && time.Since(joined) < m.cfg.InitialDelay+2*m.interval {
+		return min(joinPoll, m.interval)
+	}
+	return m.interval
+}
+
 // DefaultInitialDelay is the classic coordinator's
 // group.initial.rebalance.delay.ms default.
 const DefaultInitialDelay = 3 * time.Second

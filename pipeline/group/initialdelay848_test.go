@@ -128,3 +128,22 @@ func TestConsumerMemberJoiningAGroupDoesNotWait(t *testing.T) {
 	_, _, _, first := b.state()
 	t.Logf("the joining member started its share %v after its start (its delay: %v)", first.Sub(began).Round(time.Millisecond), delay)
 }
+
+// TestConsumerMembersStartedTogetherStartSoonAfterTheDelay: the member
+// that joined the first one's empty group is given its share when the
+// first lets go of it, at the end of the first's delay, and must hear of
+// it then, not at its next heartbeat a whole interval (here 4 s) after
+// its join.
+func TestConsumerMembersStartedTogetherStartSoonAfterTheDelay(t *testing.T) {
+	const delay, interval = time.Second, 4 * time.Second
+	c := kfakeConsumerGroup(t, 6, 3*interval, interval)
+	a, _ := runDelayed(t, c, "soon", delay)
+	time.Sleep(100 * time.Millisecond)
+	b, began := runDelayed(t, c, "soon", delay)
+	waitOwnedBy(t, 3, 2*interval, a, b)
+	_, _, _, first := b.state()
+	t.Logf("the second member started its share %v after its start (delay %v, heartbeat interval %v)", first.Sub(began).Round(time.Millisecond), delay, interval)
+	if took := first.Sub(began); took > delay+joinPoll+time.Second {
+		t.Errorf("the second member started %v after its start; want within the delay and a poll, not at its next heartbeat (%v)", took, interval)
+	}
+}
