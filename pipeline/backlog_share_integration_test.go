@@ -100,7 +100,7 @@ func coordinatorShares(group, protocol string) map[string]int {
 // members before the first assignment; the consumer protocol (KIP-848)
 // has no such delay in Kafka 4.x, and its first member was given all
 // twelve partitions and read them until its next heartbeat, five seconds
-// on (62 % of the backlog, 3,400 records read twice), until the member
+// on (60–62 % of the backlog, 3,200–3,500 records read twice), until the member
 // held an empty group's first assignment back
 // (kafka.group_initial_rebalance_delay).
 func TestGroupMembersStartedTogetherShareTheBacklog(t *testing.T) {

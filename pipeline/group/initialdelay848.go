@@ -13,7 +13,7 @@ import "time"
 // to the members that join a moment later only after that member hears of
 // it, at its next heartbeat (group.consumer.heartbeat.interval.ms, 5 s)
 // and lets go. Three members started together on a backlog: the first
-// read 62 % of it, re-read in part by the others after the move
+// read 60–62 % of it, re-read in part by the others after the move
 // (TestGroupMembersStartedTogetherShareTheBacklog).
 //
 // So the member does the broker's wait itself: when the first answer after
@@ -23,7 +23,10 @@ import "time"
 // meanwhile carry what the coordinator gives it once the others joined;
 // at the end the member starts what it has then. A member that joins a
 // group with members gets part of the partitions at most (those that are
-// free) and starts at once, as on the classic protocol.
+// free) and starts at once, as on the classic protocol. A lone static
+// member restarting within its session is given every partition back and
+// waits too, where the classic coordinator would not (its group is not
+// empty): one delay per restart.
 //
 // Why the member and not the job: only the member sees the coordinator's
 // answers, and holding back means not acknowledging, which the
