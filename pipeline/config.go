@@ -22,6 +22,7 @@ import (
 	"github.com/logstore/logstore/internal/secret"
 	"github.com/logstore/logstore/pipeline/decode"
 	"github.com/logstore/logstore/pipeline/fetch"
+	"github.com/logstore/logstore/pipeline/group"
 	"github.com/logstore/logstore/rack"
 	"github.com/logstore/logstore/sink"
 )
@@ -85,7 +86,17 @@ type InputConfig struct {
 	// GroupRemoteAssignor is the broker-side assignor under
 	// group_protocol: consumer: uniform or range.
 	GroupRemoteAssignor string `yaml:"group_remote_assignor"`
+	// GroupInitialRebalanceDelay is how long a member alone in an empty
+	// group holds its first assignment back under group_protocol:
+	// consumer, whose brokers have no such delay (the classic protocol's
+	// is the brokers' group.initial.rebalance.delay.ms); 0 starts at once.
+	// Unset: 3s under consumer.
+	GroupInitialRebalanceDelay *time.Duration `yaml:"group_initial_rebalance_delay"`
 }
+
+// maxInitialRebalanceDelay bounds kafka.group_initial_rebalance_delay:
+// members that start further apart than this are not starting together.
+const maxInitialRebalanceDelay = time.Minute
 
 // FetchConfig tunes the partition readers.
 type FetchConfig struct {
@@ -211,8 +222,11 @@ func (c *Config) SetDefaults() {
 	if k.GroupProtocol == "" {
 		k.GroupProtocol = GroupProtocolClassic
 	}
-	if k.GroupRemoteAssignor == "" && k.GroupProtocol == GroupProtocolConsumer {
-		k.GroupRemoteAssignor = "uniform"
+	if k.GroupProtocol == GroupProtocolConsumer {
+		confkey.Default(&k.GroupRemoteAssignor, "uniform")
+		if k.GroupInitialRebalanceDelay == nil {
+			k.GroupInitialRebalanceDelay = new(group.DefaultInitialDelay)
+		}
 	}
 	c.Rack.SetDefaults()
 	c.Schema.SetDefaults()
@@ -331,8 +345,13 @@ func (c *Config) Validate() error {
 		if err := confkey.OneOf("kafka.group_remote_assignor", k.GroupRemoteAssignor, "uniform", "range"); err != nil {
 			return err
 		}
+		if d := *k.GroupInitialRebalanceDelay; d < 0 || d > maxInitialRebalanceDelay {
+			return confkey.Errorf("kafka.group_initial_rebalance_delay", "%s is outside 0s..%s (0 starts at once)", d, maxInitialRebalanceDelay)
+		}
 	} else if k.GroupRemoteAssignor != "" {
 		return confkey.Errorf("kafka.group_remote_assignor", "only applies to group_protocol: consumer (the broker assigns); the classic protocol uses rack.balancer")
+	} else if k.GroupInitialRebalanceDelay != nil {
+		return confkey.Errorf("kafka.group_initial_rebalance_delay", "only applies to group_protocol: consumer; under classic the brokers' group.initial.rebalance.delay.ms does this")
 	}
 	if err := validateClientID(k.ClientID); err != nil {
 		return err

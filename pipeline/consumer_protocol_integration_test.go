@@ -59,6 +59,13 @@ func TestGroupConsumerProtocolExactlyOnce(t *testing.T) {
 			t.Errorf("member %s: %v workers started before the join, %v after: a member that keeps a partition must keep its worker", m.zone, starts[m.zone], got)
 		}
 	}
+	// The joined member's reads are measured below: let it read enough
+	// that the leader's first answers, which name the local replica and
+	// cross zones (a few hundred bytes), do not decide its share.
+	waitWhileRunning(t, all, "az-c reading 64 KiB", 30*time.Second, func() bool {
+		l := localityOf(c[0].job.FetchStats().Snapshot(), c[0].zone)
+		return l.same+l.cross >= 64<<10
+	})
 	stopProducing()
 	finishExactlyOnce(t, client, topic, partitions, produced.Load(), store, all)
 	// The broker's assignor is rack-blind, but every partition has an

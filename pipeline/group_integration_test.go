@@ -331,7 +331,15 @@ func runUntilNow(t *testing.T, perPartition int, seed uint64, rate map[string]in
 	o := groupOptions{topic: topic, group: groupName(t, ""), follower: "on", rate: rate}
 	ms := startMembers(t, o, store, Mode{UntilNow: true}, zones...)
 	waitCovered(t, store, from, to, 60*time.Second, ms...)
-	const limit = 20 * time.Second
+	waitEnded(t, ms, 20*time.Second)
+	store.checkExactlyOnce(t, from, to)
+	return ms, store
+}
+
+// waitEnded waits until every member's --until now run has ended by
+// itself, at most limit, and fails for each that ended in an error.
+func waitEnded(t *testing.T, ms []*member, limit time.Duration) {
+	t.Helper()
 	deadline := time.After(limit)
 	for _, m := range ms {
 		select {
@@ -344,8 +352,6 @@ func runUntilNow(t *testing.T, perPartition int, seed uint64, rate map[string]in
 			t.Errorf("member %s: %v", m.zone, m.err)
 		}
 	}
-	store.checkExactlyOnce(t, from, to)
-	return ms, store
 }
 
 // generation is the group generation the job last joined.

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"time"
 
 	"github.com/logstore/logstore/pipeline/group"
 	"github.com/logstore/logstore/rack"
@@ -20,7 +21,7 @@ func (j *Job) groupMember(set *partitionSet) interface {
 			Group: k.Group, Topics: k.Topics, InstanceID: k.GroupInstanceID, LeaveOnShutdown: k.LeaveOnShutdown,
 			Brokers: k.Brokers, Dialer: j.conn.Dialer,
 			Rack: j.rack.Rack, FollowerFetching: j.follower, Assignor: k.GroupRemoteAssignor,
-			RebalanceTimeout: k.RebalanceTimeout, Log: j.log,
+			RebalanceTimeout: k.RebalanceTimeout, InitialDelay: k.initialRebalanceDelay(), Log: j.log,
 		})
 		set.commit = &memberCommitter{client: j.conn.Client, group: k.Group, member: m, owns: set.owns, wait: k.RebalanceTimeout,
 			at: func(epoch int32, _ string) committer { return epochCommitter{member: m, epoch: epoch} }}
@@ -36,4 +37,13 @@ func (j *Job) groupMember(set *partitionSet) interface {
 	})
 	set.commit = &memberCommitter{client: j.conn.Client, group: k.Group, member: m, owns: set.owns, wait: k.RebalanceTimeout}
 	return m
+}
+
+// initialRebalanceDelay is kafka.group_initial_rebalance_delay, its
+// default when unset (a config built without SetDefaults).
+func (k InputConfig) initialRebalanceDelay() time.Duration {
+	if k.GroupInitialRebalanceDelay == nil {
+		return group.DefaultInitialDelay
+	}
+	return *k.GroupInitialRebalanceDelay
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMembershipKeys: kafka.group_instance_id takes a pod name from the
@@ -27,8 +28,16 @@ func TestMembershipKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k := c.Kafka; k.GroupRemoteAssignor != "uniform" || !k.LeaveOnShutdown {
-		t.Errorf("group_remote_assignor %q, leave_on_shutdown %v; want uniform, true", k.GroupRemoteAssignor, k.LeaveOnShutdown)
+	if k := c.Kafka; k.GroupRemoteAssignor != "uniform" || !k.LeaveOnShutdown || k.initialRebalanceDelay() != 3*time.Second {
+		t.Errorf("group_remote_assignor %q, leave_on_shutdown %v, group_initial_rebalance_delay %v; want uniform, true, 3s",
+			k.GroupRemoteAssignor, k.LeaveOnShutdown, k.initialRebalanceDelay())
+	}
+	c, err = Parse("t.yaml", []byte(with("  group_protocol: consumer\n  group_initial_rebalance_delay: 0s\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := c.Kafka.initialRebalanceDelay(); d != 0 {
+		t.Errorf("group_initial_rebalance_delay: 0s reads as %v; want 0 (start at once)", d)
 	}
 	for _, tc := range []struct{ name, lines, key, msg string }{
 		{"instance id with a slash", "  group_instance_id: pods/logstore-0\n", "kafka.group_instance_id", "a-z A-Z 0-9 . _ -"},
@@ -39,6 +48,9 @@ func TestMembershipKeys(t *testing.T) {
 		{"eager under consumer", "  rebalance: eager\n  group_protocol: consumer\n", "kafka.rebalance", "incremental"},
 		{"unknown broker assignor", "  group_remote_assignor: sticky\n  group_protocol: consumer\n", "kafka.group_remote_assignor", "uniform, range"},
 		{"broker assignor under classic", "  group_remote_assignor: range\n", "kafka.group_remote_assignor", "rack.balancer"},
+		{"initial delay under classic", "  group_initial_rebalance_delay: 3s\n", "kafka.group_initial_rebalance_delay", "group.initial.rebalance.delay.ms"},
+		{"negative initial delay", "  group_initial_rebalance_delay: -1s\n  group_protocol: consumer\n", "kafka.group_initial_rebalance_delay", "outside 0s..1m"},
+		{"initial delay over a minute", "  group_initial_rebalance_delay: 2m\n  group_protocol: consumer\n", "kafka.group_initial_rebalance_delay", "outside 0s..1m"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("t.yaml", []byte(with(tc.lines)))

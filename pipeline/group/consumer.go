@@ -39,7 +39,11 @@ type ConsumerConfig struct {
 	// Assignor is the broker-side assignor: uniform or range.
 	Assignor         string
 	RebalanceTimeout time.Duration
-	Log              *slog.Logger
+	// InitialDelay is how long a member alone in an empty group holds its
+	// first assignment back, so members started with it share the
+	// partitions from the start (initialdelay848.go); 0 starts at once.
+	InitialDelay time.Duration
+	Log          *slog.Logger
 }
 
 // ConsumerMember is a group member on the next-generation consumer group
@@ -147,6 +151,8 @@ func (m *ConsumerMember) Run(ctx context.Context, h Handler) error {
 	epoch := wire.EpochJoin
 	backoff := conn.Backoff{Min: retryBackoff, Max: maxRetryBackoff}
 	m.lastOK = time.Now()
+	var hold holdBack
+	var joinedAt time.Time
 	for {
 		if ctx.Err() != nil {
 			return m.stop(h, owned, epoch)
@@ -195,8 +201,10 @@ func (m *ConsumerMember) Run(ctx context.Context, h Handler) error {
 			continue
 		}
 		backoff.Reset()
-		if epoch == wire.EpochJoin {
+		joined := epoch == wire.EpochJoin
+		if joined {
 			m.readSession(ctx)
+			hold, joinedAt = holdBack{}, time.Now()
 		}
 		epoch = ans.Epoch
 		if ans.Assignment != nil {
@@ -208,12 +216,37 @@ func (m *ConsumerMember) Run(ctx context.Context, h Handler) error {
 				}
 				continue
 			}
-			if e, changed := m.reconcile(ctx, h, owned, target, epoch); changed {
-				owned, epoch = target, e
-				continue // acknowledge at once: the new owners wait for it
+			switch {
+			case joined && m.alone(target):
+				hold = m.holdFirst(target)
+			case hold.holding():
+				hold.held = target
+			default:
+				if e, changed := m.reconcile(ctx, h, owned, target, epoch); changed {
+					owned, epoch = target, e
+					continue // acknowledge at once: the new owners wait for it
+				}
 			}
 		}
-		if !clock.Sleep(ctx, m.interval) {
+		if hold.holding() {
+			if wait := time.Until(hold.until); wait > 0 {
+				// Heartbeat at the interval, and once more at the end, so
+				// the held assignment is the coordinator's latest.
+				if !clock.Sleep(ctx, min(m.interval, wait)) {
+					return m.stop(h, owned, epoch)
+				}
+				continue
+			}
+			target := hold.held
+			m.log.Info("initial rebalance delay over: starting what the group gives this member now",
+				"partitions", target.Count(), "held_first", hold.first)
+			hold = holdBack{}
+			if e, changed := m.reconcile(ctx, h, owned, target, epoch); changed {
+				owned, epoch = target, e
+				continue
+			}
+		}
+		if !clock.Sleep(ctx, m.nextBeat(owned, joinedAt)) {
 			return m.stop(h, owned, epoch)
 		}
 	}

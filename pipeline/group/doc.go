@@ -60,6 +60,12 @@
 // that let go of something: the others would hear of the follow-up round
 // only at their next heartbeat.
 //
+// An empty group's first member on the next-generation protocol holds
+// its first assignment (every partition) back for InitialDelay, as the
+// classic coordinator delays an empty group's first rebalance, so members
+// started together share the partitions from the start
+// (initialdelay848.go).
+//
 // A static member with LeaveOnShutdown leaves at its stop (LeaveGroup by
 // member and instance id), for a scale-in; without it, it keeps its place
 // for the session timeout, for a restart.
