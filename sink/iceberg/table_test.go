@@ -109,7 +109,11 @@ func readTable(t *testing.T, cfg *sink.IcebergConfig, args ...string) readOut {
 // into out.
 func readIceberg(t *testing.T, cfg *sink.IcebergConfig, out any, args ...string) {
 	t.Helper()
-	cmd := exec.Command(pythonOf(t), "../../scripts/read_iceberg.py", "--catalog", cfg.Catalog.URI, "--name", cfg.Catalog.Name, "--table", cfg.Table)
+	where := "--catalog"
+	if cfg.Catalog.Type == "rest" {
+		where = "--rest"
+	}
+	cmd := exec.Command(pythonOf(t), "../../scripts/read_iceberg.py", where, cfg.Catalog.URI, "--name", cfg.Catalog.Name, "--table", cfg.Table)
 	cmd.Args = append(cmd.Args, args...)
 	text, err := cmd.Output()
 	if err != nil {
