@@ -12,8 +12,8 @@
 #   scripts/iceberg-lab.sh            (LAB_DURATION=60s per interval)
 #
 # Knobs (environment): LAB_DURATION, LAB_MEMBERS (6), LAB_CATALOGS
-# (sqlite,rest). The REST catalog is started and stopped by the lab; set
-# ICEBERG_REST_PORT and ICEBERG_REST_STATE to run it beside another.
+# (sqlite,rest). The lab starts and stops a REST catalog of its own (a
+# free port, its own state folder), beside any other.
 #
 # Not in CI: minutes of load on the machine. Figures in BENCHMARKS.md.
 set -euo pipefail
