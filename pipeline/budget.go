@@ -10,8 +10,10 @@ import (
 // between the fetch and the sinks, across every partition. A worker
 // reserves a fetch's bytes before it fetches (franz-go's MaxBufferedBytes
 // does the same), and each record's decoded row before it keeps it; rows
-// go back when they are staged into the sinks or their batch is cut. A
-// spent budget pauses fetching: backpressure instead of a growing heap.
+// go back when they are staged into the sinks or their batch is cut,
+// except what a sink still holds of them in memory (a sorted file's run,
+// sink.MemoryHolder), which goes back at the cut. A spent budget pauses
+// fetching: backpressure instead of a growing heap.
 type budget struct {
 	mu   sync.Mutex
 	size int64

@@ -48,7 +48,7 @@ func (w *worker) stagers() ([]sink.Sink, []sink.Stager, error) {
 
 // stageIfDue stages the held rows once they reach stageChunk.
 func (w *worker) stageIfDue(ctx context.Context) error {
-	if w.batch.bytes-w.batch.deadBytes < w.stageChunk() {
+	if w.batch.bytes-w.batch.deadBytes-w.batch.sinkBytes < w.stageChunk() {
 		return nil
 	}
 	_, err := w.stage(ctx)
@@ -109,11 +109,35 @@ func (w *worker) stage(ctx context.Context) (bool, error) {
 		w.rowsGone()
 		w.stats.StagedRows.Add(int64(len(batch.Rows)))
 	}
-	held := b.bytes - b.deadBytes
+	held := b.bytes - b.deadBytes - b.sinkBytes
 	w.budget.release(held)
 	b.bytes -= held
 	b.stagedBytes += held
+	w.settleSinkBytes(stagers)
 	return true, nil
+}
+
+// settleSinkBytes takes from the budget what the sinks now hold in memory
+// of the batch's staged rows (a sorted file's run), or gives back what
+// they let go. The bytes are in memory already, so they are taken past
+// the size if they must be: the next reservation waits for them, and
+// makeRoom cuts the batch to give them back.
+func (w *worker) settleSinkBytes(stagers []sink.Stager) {
+	var n int64
+	for _, s := range stagers {
+		if h, ok := s.(sink.MemoryHolder); ok {
+			n += h.HeldBytes(w.topic, w.partition, w.prefix)
+		}
+	}
+	b := &w.batch
+	switch d := n - b.sinkBytes; {
+	case d > 0:
+		w.budget.force(d)
+	case d < 0:
+		w.budget.release(-d)
+	}
+	b.bytes += n - b.sinkBytes
+	b.sinkBytes = n
 }
 
 // discardStaged tells the sinks that the open batch is given up: its staged
@@ -179,7 +203,8 @@ func (w *worker) recutReserve(ctx context.Context, n int64) error {
 
 // makeRoom takes n bytes from a spent budget. The worker first gives back
 // what staging can: its rows. What staging cannot give back — the whole
-// batch when the sinks cannot stage, its dead letters when they can — only
+// batch when the sinks cannot stage, its dead letters and the sinks' sort
+// runs when they can — only
 // this worker can release, so it cuts its batch early rather than wait
 // while it holds them (waiting then was for ever: a partition flooded with
 // malformed records stopped the member). Then it waits for the bytes,
@@ -196,12 +221,12 @@ func (w *worker) makeRoom(ctx context.Context, n int64, fetched bool) error {
 		return nil
 	}
 	b := &w.batch
-	// What staging cannot give back: the dead letters, or the whole batch
-	// when the sinks cannot stage (exactly_once). For a record already
+	// What staging cannot give back: the dead letters and the sinks' sort
+	// runs, or the whole batch when the sinks cannot stage (exactly_once). For a record already
 	// fetched it is cut only once it holds a stage chunk (or half the
 	// budget): a budget spent by fetches (records decompressed) or by
 	// other partitions would cut a batch at every record.
-	held, chunk := b.deadBytes, w.stageChunk()
+	held, chunk := b.deadBytes+b.sinkBytes, w.stageChunk()
 	if !staged {
 		held, chunk = b.bytes, min(chunk, w.budget.size/2)
 	}

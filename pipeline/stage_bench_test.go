@@ -58,9 +58,9 @@ func benchFiles(b *testing.B, dec *decode.Decoder) *sink.Sinks {
 	return benchFilesAt(b, dec, b.TempDir())
 }
 
-func benchFilesAt(b *testing.B, dec *decode.Decoder, out string) *sink.Sinks {
+func benchFilesAt(b *testing.B, dec *decode.Decoder, out string, sortBy ...sink.SortKey) *sink.Sinks {
 	sinks, err := sink.New(context.Background(), sink.Config{Files: &sink.FilesConfig{
-		URL: out, SpoolDir: b.TempDir(),
+		URL: out, SpoolDir: b.TempDir(), SortBy: sortBy,
 		PartitionBy: []sink.PartitionColumn{{Name: "dt", Column: "ts", Format: "2006-01-02"}, {Name: "hour", Column: "ts", Format: "15"}},
 	}}, sink.Deps{Schema: dec.Schema()})
 	if err != nil {
@@ -147,49 +147,72 @@ func (g *genLog) Fetch(ctx context.Context) ([]record.Record, int64, error) {
 // peak-MiB is the largest memory the Go runtime held from the OS (mapped and
 // not released, sampled every 10 ms): what RSS follows.
 func BenchmarkMemberCatchUp(b *testing.B) {
-	dec := benchDecoder(b)
-	const n = 1_000_000
 	for _, parts := range []int{12, 96} {
-		b.Run(fmt.Sprintf("partitions=%d", parts), func(b *testing.B) {
-			cfg := BatchConfig{MemoryBudget: 128 << 20}
-			defer debug.SetMemoryLimit(debug.SetMemoryLimit(MemoryLimit(cfg)))
-			var peak atomic.Uint64
-			stop := make(chan struct{})
-			sampled := make(chan struct{})
-			go sampleMemory(&peak, stop, sampled)
-			b.ReportAllocs()
-			for b.Loop() {
-				sinks := benchFiles(b, dec)
-				budget := newBudget(cfg.MemoryBudget)
-				stats := newStats()
-				per := int64(n / parts)
-				var g errgroup.Group
-				for p := range parts {
-					start := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
-					w := &worker{
-						topic: "t", partition: p, decoder: dec,
-						reader:  &genLog{gen: loggen.New(uint64(p), start, 2*time.Hour/time.Duration(per)), partition: p, n: per},
-						columns: len(dec.Schema().Fields), commit: &fakeCommitter{}, sinks: sinks.All(),
-						onError: "fail", onOutOfRange: "fail", limits: BatchConfig{MaxAge: time.Hour},
-						budget: budget, fetchMax: 1 << 20, stats: stats, target: per, flushWait: time.Second,
-						log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-					}
-					g.Go(func() error { return w.run(context.Background(), position{Offset: 0, Cut: -1}) })
-				}
-				if err := g.Wait(); err != nil {
-					b.Fatal(err)
-				}
-				if got := stats.Records.Load(); got != per*int64(parts) {
-					b.Fatalf("took %d records, want %d", got, per*int64(parts))
-				}
-				sinks.Close()
-			}
-			close(stop)
-			<-sampled
-			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
-			b.ReportMetric(float64(peak.Load())/(1<<20), "peak-MiB")
-		})
+		b.Run(fmt.Sprintf("partitions=%d", parts), func(b *testing.B) { memberCatchUp(b, parts, 1_000_000) })
 	}
+}
+
+// BenchmarkSortedCatchUp is BenchmarkMemberCatchUp's 12 partitions with
+// their rows sorted by service within each file (a table's sort_by), over
+// 480,000 logs: each file holds its rows in memory in runs of up to 16
+// MiB, which the budget counts. files and MiB/file are what the member
+// wrote.
+func BenchmarkSortedCatchUp(b *testing.B) {
+	memberCatchUp(b, 12, 480_000, sink.SortKey{Column: "service"})
+}
+
+// memberCatchUp is n logs read by a member of parts partitions, written
+// sorted by sortBy (none: as they come).
+func memberCatchUp(b *testing.B, parts, n int, sortBy ...sink.SortKey) {
+	dec := benchDecoder(b)
+	cfg := BatchConfig{MemoryBudget: 128 << 20}
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(MemoryLimit(cfg)))
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go sampleMemory(&peak, stop, sampled)
+	b.ReportAllocs()
+	var files int
+	var size int64
+	for b.Loop() {
+		out := b.TempDir()
+		sinks := benchFilesAt(b, dec, out, sortBy...)
+		budget := newBudget(cfg.MemoryBudget)
+		stats := newStats()
+		per := int64(n / parts)
+		var g errgroup.Group
+		for p := range parts {
+			start := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
+			w := &worker{
+				topic: "t", partition: p, decoder: dec,
+				reader:  &genLog{gen: loggen.New(uint64(p), start, 2*time.Hour/time.Duration(per)), partition: p, n: per},
+				columns: len(dec.Schema().Fields), commit: &fakeCommitter{}, sinks: sinks.All(),
+				onError: "fail", onOutOfRange: "fail", limits: BatchConfig{MaxAge: time.Hour},
+				budget: budget, fetchMax: 1 << 20, stats: stats, target: per, flushWait: time.Second,
+				log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			}
+			g.Go(func() error { return w.run(context.Background(), position{Offset: 0, Cut: -1}) })
+		}
+		if err := g.Wait(); err != nil {
+			b.Fatal(err)
+		}
+		if got := stats.Records.Load(); got != per*int64(parts) {
+			b.Fatalf("took %d records, want %d", got, per*int64(parts))
+		}
+		sinks.Close()
+		for _, name := range filesUnder(b, out) {
+			if info, err := os.Stat(filepath.Join(out, name)); err == nil {
+				files++
+				size += info.Size()
+			}
+		}
+	}
+	close(stop)
+	<-sampled
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-MiB")
+	b.ReportMetric(float64(files)/float64(b.N), "files")
+	b.ReportMetric(float64(size)/float64(max(files, 1))/(1<<20), "MiB/file")
 }
 
 // sampleMemory keeps the most memory the runtime held from the OS in peak

@@ -91,10 +91,11 @@ type openBatch struct {
 	rows    []sink.Row
 	sources []sink.Source
 	dead    []RejectedRecord
-	bytes   int64 // the budget held for rows not yet staged and for dead letters
+	bytes   int64 // the budget held for rows not yet staged, dead letters and sinkBytes
 	opened  time.Time
 
 	deadBytes   int64 // of bytes, held for dead letters
+	sinkBytes   int64 // of bytes, what the sinks hold in memory of the staged rows (sink.MemoryHolder)
 	staged      int   // rows handed to the sinks before the cut (stage.go)
 	stagedBytes int64 // their estimate, for max_bytes
 	stagedBy    int   // how many sinks already took the rows being staged
@@ -331,7 +332,7 @@ func (w *worker) releaseMode() int32 {
 func (w *worker) full() bool {
 	b := &w.batch
 	return (w.limits.MaxRows > 0 && len(b.rows)+b.staged+len(b.dead) >= w.limits.MaxRows) || b.full ||
-		(w.limits.MaxBytes > 0 && b.bytes+b.stagedBytes >= w.limits.MaxBytes)
+		(w.limits.MaxBytes > 0 && b.bytes-b.sinkBytes+b.stagedBytes >= w.limits.MaxBytes)
 }
 
 // reserve takes the record's bytes from the memory budget. When the budget is

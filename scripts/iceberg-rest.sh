@@ -21,6 +21,8 @@
 #                           whose test-fixtures jar Maven Central serves here)
 #   LOGSTORE_STATE          state root (<repo>/.state); ours is
 #                           $LOGSTORE_STATE/iceberg-rest (catalog.db, log, pid)
+#   ICEBERG_REST_STATE      that folder instead: a second server beside the
+#                           first (with its own ICEBERG_REST_PORT)
 #   LOGSTORE_CACHE          cache root (~/.cache/logstore); the classpath in
 #                           iceberg-rest-<version>/classpath, jars in ~/.m2
 #
@@ -35,7 +37,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ICEBERG_VERSION="${ICEBERG_VERSION:-1.11.0}"
 ICEBERG_REST_PORT="${ICEBERG_REST_PORT:-8181}"
 REST_CACHE="$LOGSTORE_CACHE/iceberg-rest-$ICEBERG_VERSION"
-REST_STATE="$LOGSTORE_STATE/iceberg-rest"
+REST_STATE="${ICEBERG_REST_STATE:-$LOGSTORE_STATE/iceberg-rest}"
 REST_PID="$REST_STATE/pid"
 REST_LOG="$REST_STATE/server.log"
 REST_DB="$REST_STATE/catalog.db"

@@ -140,3 +140,15 @@ type Stager interface {
 	// written; whoever reads the batch again stages it again.
 	Discard(topic string, partition int, prefix string)
 }
+
+// MemoryHolder is a Stager that keeps some staged rows in memory until
+// the batch is written: a sorted file's run (sinks.iceberg.sort_by), up
+// to 16 MiB an open file. The job counts those bytes in
+// batch.memory_budget as it counts rows it holds itself, and cuts the
+// batch to give them back when the budget is spent.
+type MemoryHolder interface {
+	Stager
+	// HeldBytes is about what the open batch's staged rows still hold in
+	// memory.
+	HeldBytes(topic string, partition int, prefix string) int64
+}

@@ -195,6 +195,24 @@ func (f *Files) WriteFiles(ctx context.Context, b *Batch) ([]WrittenFile, error)
 	return stored, nil
 }
 
+// HeldBytes is what the partition's open batch holds in its sorted files'
+// runs (MemoryHolder): its other staged rows are encoded in the spool.
+func (f *Files) HeldBytes(topic string, partition int, prefix string) int64 {
+	f.mu.Lock()
+	st := f.staged[stageKey{topic, partition, prefix}]
+	f.mu.Unlock()
+	if st == nil {
+		return 0
+	}
+	var n int64
+	for _, fo := range st.folders {
+		if fo.pw != nil {
+			n += fo.pw.runHeldBytes()
+		}
+	}
+	return n
+}
+
 // Discard drops what was staged for the partition's open batch and never
 // written: the worker gave the batch up, and whoever reads it again stages
 // it again.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
@@ -190,6 +191,26 @@ func (pw *ParquetWriter) writeRun() error {
 		return pw.cutRowGroup()
 	}
 	return nil
+}
+
+// runHeldBytes is what a sorted writer holds in memory for its run: every
+// value slot of the pending and spare slices, used or not (they stay
+// allocated until the file closes), and the text the pending values point
+// to. An unsorted writer holds a chunk of writeChunkRows at most, one of
+// the open file's fixed costs.
+func (pw *ParquetWriter) runHeldBytes() int64 {
+	if pw.order == nil {
+		return 0
+	}
+	var slots, used int
+	for _, vals := range pw.pending {
+		slots, used = slots+cap(vals), used+len(vals)
+	}
+	for _, vals := range pw.order.spare {
+		slots += cap(vals)
+	}
+	text := max(pw.pendingBytes-8*used, 0) // add counts 8 a value beside its text
+	return int64(slots)*int64(unsafe.Sizeof(parquet.Value{})) + int64(text)
 }
 
 // sortFile makes a closed sorted file of more than one run (row group)

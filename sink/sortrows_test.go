@@ -3,6 +3,7 @@ package sink
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -133,5 +134,44 @@ func TestParquetSortedRunIsOneRowGroup(t *testing.T) {
 	}
 	if _, err := newRowOrder(pw.cols, []SortKey{{Column: "labels"}}, 1); err == nil {
 		t.Error("a map column took an order")
+	}
+}
+
+// TestFilesHeldBytesIsTheSortRun: a sorted file's staged rows are held in
+// memory until their run is written, and HeldBytes says so (the job
+// counts it in its budget); an unsorted file's are encoded as they come,
+// and nothing is held once the batch is written.
+func TestFilesHeldBytesIsTheSortRun(t *testing.T) {
+	rows := sortedLogRows(2000)
+	for _, sorted := range []bool{false, true} {
+		cfg := testFilesConfig(t, t.TempDir())
+		if sorted {
+			cfg.SortBy = []SortKey{{Column: "service"}}
+		}
+		f, err := newFiles(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var held []int64
+		for first := 0; first < len(rows); first += 500 {
+			b := &Batch{Topic: "logs", Partition: 0, Schema: logSchema, Rows: rows[first : first+500], Staged: first}
+			if _, err := f.Stage(context.Background(), b); err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, f.HeldBytes("logs", 0, ""))
+		}
+		if !sorted && slices.Max(held) != 0 {
+			t.Errorf("unsorted: held %v, want none", held)
+		}
+		if sorted && (!slices.IsSorted(held) || held[0] < 500*64) {
+			t.Errorf("sorted: held %v after each 500 rows, want it to grow with the run", held)
+		}
+		if err := f.Write(context.Background(), &Batch{Topic: "logs", Partition: 0, Last: int64(len(rows) - 1), Schema: logSchema, Staged: len(rows)}); err != nil {
+			t.Fatal(err)
+		}
+		if n := f.HeldBytes("logs", 0, ""); n != 0 {
+			t.Errorf("sorted %v: %d bytes held after the batch was written", sorted, n)
+		}
+		f.Close()
 	}
 }

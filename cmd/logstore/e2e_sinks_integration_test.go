@@ -21,25 +21,7 @@ import (
 
 // s3Env points this test and the processes it starts at the local S3
 // server (scripts/s3-server.sh) and returns a fresh bucket.
-func s3Env(t *testing.T) string {
-	t.Helper()
-	script := filepath.Join("..", "..", "scripts", "s3-server.sh")
-	if out, err := exec.Command("bash", script, "status").CombinedOutput(); err != nil {
-		t.Fatalf("the S3 server is not up (%s): start it with scripts/s3-server.sh start", strings.TrimSpace(string(out)))
-	}
-	env, err := exec.Command("bash", script, "env").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(env), "\n") {
-		if k, v, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "export "), "="); ok {
-			t.Setenv(k, v)
-		}
-	}
-	bucket := fmt.Sprintf("e2e-%d", time.Now().UnixNano())
-	testkit.CreateBucket(t, bucket)
-	return bucket
-}
+func s3Env(t *testing.T) string { return testkit.S3Env(t, "e2e") }
 
 func s3Server(t *testing.T, verb string) {
 	t.Helper()

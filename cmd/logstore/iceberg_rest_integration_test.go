@@ -4,36 +4,15 @@ package main
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/logstore/logstore/internal/testkit"
 )
 
-// icebergREST starts Apache Iceberg's REST catalog test server
-// (scripts/iceberg-rest.sh) with its warehouse in bucket, stops it when the
-// test ends, and returns its URI.
-func icebergREST(t *testing.T, bucket string) string {
-	t.Helper()
-	script := filepath.Join("..", "..", "scripts", "iceberg-rest.sh")
-	start := exec.Command("bash", script, "start")
-	start.Env = append(os.Environ(), "ICEBERG_REST_WAREHOUSE=s3://"+bucket+"/warehouse")
-	if out, err := start.CombinedOutput(); err != nil {
-		t.Fatalf("iceberg-rest.sh start (scripts/setup.sh resolves its jars): %v\n%s", err, out)
-	} else {
-		t.Logf("%s", strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("bash", script, "stop").CombinedOutput(); err != nil {
-			t.Errorf("iceberg-rest.sh stop: %v\n%s", err, out)
-		}
-	})
-	uri, err := exec.Command("bash", script, "uri").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSpace(string(uri))
-}
+// icebergREST starts the REST catalog (testkit.IcebergREST) and returns
+// its URI.
+func icebergREST(t *testing.T, bucket string) string { return testkit.IcebergREST(t, bucket) }
 
 // TestE2EIcebergRESTCatalogExactlyOnce runs the table sink against a real
 // REST catalog (Iceberg's own test server, its table metadata on the S3

@@ -53,6 +53,14 @@ func (t *Table) commit(ctx context.Context, p *pendingCommit) error {
 	t.queue = append(t.queue, p)
 	t.queueMu.Unlock()
 	for {
+		// Its outcome first: select picks at random among ready cases, and
+		// the leader, its group committed, finds the turn free as well;
+		// taking it would sleep commit_interval for nothing.
+		select {
+		case err := <-p.done:
+			return err
+		default:
+		}
 		select {
 		case err := <-p.done:
 			return err

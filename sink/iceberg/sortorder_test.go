@@ -89,3 +89,29 @@ func TestSortByIsTheTableSortOrder(t *testing.T) {
 		t.Errorf("files by sort order id %v: want %d of order %d and the new ones of order %d", ids, len(r.DataFiles), r.DefaultSortOrderID, r2.DefaultSortOrderID)
 	}
 }
+
+// TestSortedTableSaysWhatItHolds: a table with sort_by is a
+// sink.MemoryHolder, and its staged rows' runs show in HeldBytes until
+// the batch is written (the job counts them in batch.memory_budget).
+func TestSortedTableSaysWhatItHolds(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.SortBy = []sink.TableSort{{Column: "level", Direction: "asc", Nulls: "last"}}
+	tb := openTestTable(t, cfg)
+	var holder sink.MemoryHolder = tb
+	b := testBatch(0, 0, 99)
+	if _, err := holder.Stage(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	if n := holder.HeldBytes("logs", 0, ""); n <= 0 {
+		t.Errorf("HeldBytes %d after staging 100 sorted rows", n)
+	}
+	if err := tb.Write(context.Background(), &sink.Batch{Topic: "logs", Partition: 0, First: 0, Last: 99, Schema: testSchema, Staged: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if n := holder.HeldBytes("logs", 0, ""); n != 0 {
+		t.Errorf("HeldBytes %d once the batch is written", n)
+	}
+	if n := totalRecords(t, tb); n != 100 {
+		t.Errorf("%d rows in the table, want 100", n)
+	}
+}

@@ -229,6 +229,12 @@ func (t *Table) CheckRows(b *sink.Batch) []*sink.RowError {
 	return t.files.CheckRows(t.inMicros(b))
 }
 
+// HeldBytes is what the partition's open batch holds in its sorted data
+// files' runs (sink.MemoryHolder).
+func (t *Table) HeldBytes(topic string, partition int, prefix string) int64 {
+	return t.files.HeldBytes(topic, partition, prefix)
+}
+
 // Discard drops the partition's staged rows (sink.Stager).
 func (t *Table) Discard(topic string, partition int, prefix string) {
 	t.files.Discard(topic, partition, prefix)
