@@ -11,9 +11,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	kaws "github.com/twmb/franz-go/pkg/sasl/aws"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/logstore/logstore/internal/mskiam"
 	"github.com/logstore/logstore/pipeline"
 	"github.com/logstore/logstore/rack"
 )
@@ -76,6 +78,20 @@ func statusClient(ctx context.Context, k pipeline.InputConfig) (*kgo.Client, err
 		opts = append(opts, kgo.SASL(scram.Auth{User: k.SASL.Username, Pass: string(k.SASL.Password)}.AsSha256Mechanism()))
 	case "scram-sha-512":
 		opts = append(opts, kgo.SASL(scram.Auth{User: k.SASL.Username, Pass: string(k.SASL.Password)}.AsSha512Mechanism()))
+	case "aws-msk-iam":
+		// The job signs with kafka-go's mechanism; this client is
+		// franz-go's, which signs the same way with the same credentials.
+		cfg, err := mskiam.Config(ctx)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.SASL(kaws.ManagedStreamingIAM(func(ctx context.Context) (kaws.Auth, error) {
+			c, err := cfg.Credentials.Retrieve(ctx)
+			if err != nil {
+				return kaws.Auth{}, fmt.Errorf("MSK IAM credentials: %w", err)
+			}
+			return kaws.Auth{AccessKey: c.AccessKeyID, SecretKey: c.SecretAccessKey, SessionToken: c.SessionToken, UserAgent: "logstore-status"}, nil
+		})))
 	default:
 		return nil, usageError{fmt.Sprintf("status does not speak kafka.sasl.mechanism %s yet; use kafka-consumer-groups --describe --group %s", k.SASL.Mechanism, k.Group)}
 	}

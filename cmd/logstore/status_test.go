@@ -2,11 +2,19 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+
+	"github.com/logstore/logstore/pipeline"
 )
 
 // TestStatusLocalShareFromMetrics: a member's local share is its same-rack
@@ -34,5 +42,42 @@ func TestStatusPendingCut(t *testing.T) {
 		if got := pendingCut(meta); got != want {
 			t.Errorf("pendingCut(%q) = %d, want %d", meta, got, want)
 		}
+	}
+}
+
+// TestStatusSpeaksMSKIAM: `logstore status` reaches an MSK cluster on its
+// IAM listener as the job does (kafka.sasl.mechanism aws-msk-iam): the
+// client signs kafka-cluster:Connect with the SDK's credentials for the
+// broker's region. Before, status refused the mechanism and sent users to
+// kafka-consumer-groups.
+func TestStatusSpeaksMSKIAM(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDSTATUSTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	t.Setenv("AWS_SESSION_TOKEN", "")
+	t.Setenv("AWS_REGION", "eu-west-1")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	k := pipeline.InputConfig{Brokers: []string{"b-1.demo.kafka.eu-west-1.amazonaws.com:9098"}, Group: "g"}
+	k.TLS.Enabled = true
+	k.SASL.Mechanism = "aws-msk-iam"
+	cl, err := statusClient(context.Background(), k)
+	if err != nil {
+		t.Fatalf("status with aws-msk-iam: %v", err)
+	}
+	defer cl.Close()
+	mechs, _ := cl.OptValue(kgo.SASL).([]sasl.Mechanism)
+	if len(mechs) != 1 || mechs[0].Name() != "AWS_MSK_IAM" {
+		t.Fatalf("SASL mechanisms %v; want AWS_MSK_IAM", mechs)
+	}
+	_, first, err := mechs[0].Authenticate(context.Background(), k.Brokers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var signed map[string]string
+	if err := json.Unmarshal(first, &signed); err != nil {
+		t.Fatalf("the first SASL message is not JSON: %v: %s", err, first)
+	}
+	if signed["action"] != "kafka-cluster:Connect" || !strings.HasPrefix(signed["x-amz-credential"], "AKIDSTATUSTEST/") || !strings.Contains(signed["x-amz-credential"], "/eu-west-1/kafka-cluster/") {
+		t.Errorf("signed %v; want kafka-cluster:Connect with the environment's key for eu-west-1", signed)
 	}
 }

@@ -20,20 +20,38 @@ import (
 // variables elsewhere. The credentials are cached and refreshed by the SDK
 // before they expire; each authentication signs with the current ones.
 func New(ctx context.Context) (*msk.Mechanism, error) {
+	cfg, err := Config(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return msk.NewMechanism(cfg), nil
+}
+
+// Config is the SDK's default configuration, checked for what signing
+// needs: a region and credentials. `logstore status` signs with it through
+// franz-go's mechanism.
+func Config(ctx context.Context) (aws.Config, error) {
 	cfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("loading AWS credentials for MSK IAM: %w", err)
+		return aws.Config{}, fmt.Errorf("loading AWS credentials for MSK IAM: %w", err)
 	}
-	return FromConfig(cfg)
+	return cfg, check(cfg)
 }
 
 // FromConfig signs with cfg's credentials for cfg's region.
 func FromConfig(cfg aws.Config) (*msk.Mechanism, error) {
-	if cfg.Region == "" {
-		return nil, fmt.Errorf("MSK IAM signs for the cluster's region, and none is set: set AWS_REGION (e.g. AWS_REGION=ap-northeast-2)")
-	}
-	if cfg.Credentials == nil {
-		return nil, fmt.Errorf("MSK IAM needs AWS credentials and the SDK found none: give the pod a role (IRSA, EKS Pod Identity) or set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY")
+	if err := check(cfg); err != nil {
+		return nil, err
 	}
 	return msk.NewMechanism(cfg), nil
+}
+
+func check(cfg aws.Config) error {
+	if cfg.Region == "" {
+		return fmt.Errorf("MSK IAM signs for the cluster's region, and none is set: set AWS_REGION (e.g. AWS_REGION=ap-northeast-2)")
+	}
+	if cfg.Credentials == nil {
+		return fmt.Errorf("MSK IAM needs AWS credentials and the SDK found none: give the pod a role (IRSA, EKS Pod Identity) or set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY")
+	}
+	return nil
 }
