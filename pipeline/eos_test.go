@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parquet-go/parquet-go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logstore/logstore/internal/testkit"
@@ -232,7 +235,7 @@ func TestKafkaOutputSkipsWhatItHolds(t *testing.T) {
 		wantRows, wantD int
 	}{{-1, 4, 2}, {10, 4, 2}, {12, 2, 1}, {20, 0, 0}} {
 		w.inKafka = c.inKafka
-		rows, sources, dead := w.notInKafka()
+		rows, sources, dead := w.notInKafka(&w.batch)
 		if len(rows) != c.wantRows || len(sources) != c.wantRows || len(dead) != c.wantD {
 			t.Errorf("Kafka at %d: %d rows, %d sources, %d dead letters; want %d, %d, %d", c.inKafka, len(rows), len(sources), len(dead), c.wantRows, c.wantRows, c.wantD)
 		}
@@ -296,4 +299,164 @@ func tableLast(t *testing.T, dir string, partition int) int64 {
 		return -1
 	}
 	return p.Last
+}
+
+// TestPartitionReadsItsNextBatchWhileTheLastIsInTheCycle: with
+// exactly_once a batch waits for the member's commit cycle; the partition
+// reads its next batch meanwhile instead of standing still. The first
+// transaction's commit is held until the partition fetches past that
+// batch (each fetch here returns one produced batch of 50 records): a
+// worker that waits for the cycle never does, and the commit is let go
+// after 3 s. Every record is then in the output once, and nothing of the
+// next batch was committed before the first: the group's offsets only grow
+// by whole batches.
+func TestPartitionReadsItsNextBatchWhileTheLastIsInTheCycle(t *testing.T) {
+	const n, rows = 200, 50
+	c := fakeCluster(t, kfake.SeedTopics(1, "logs", "out"))
+	for from := 0; from < n; from += rows {
+		produceN(t, c.ListenAddrs(), from, rows) // one record batch each
+	}
+	var once sync.Once
+	readOn := make(chan struct{})
+	c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch}, Observe: true, Count: -1, When: func(r kmsg.Request) bool {
+		for _, tp := range r.(*kmsg.FetchRequest).Topics {
+			for _, p := range tp.Partitions {
+				if p.FetchOffset >= rows {
+					once.Do(func() { close(readOn) })
+				}
+			}
+		}
+		return false
+	}})
+	var mu sync.Mutex // the controls run on the cluster's goroutine
+	held, readWhileHeld := false, false
+	var offsets []int64
+	c.ControlKey(int16(kmsg.TxnOffsetCommit), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, tp := range r.(*kmsg.TxnOffsetCommitRequest).Topics {
+			for _, p := range tp.Partitions {
+				offsets = append(offsets, p.Offset)
+			}
+		}
+		return nil, nil, false
+	})
+	c.ControlKey(int16(kmsg.EndTxn), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		mu.Lock()
+		defer mu.Unlock()
+		if r.(*kmsg.EndTxnRequest).Commit && !held {
+			held = true
+			c.SleepControl(func() {
+				select {
+				case <-readOn:
+					readWhileHeld = true
+				case <-time.After(3 * time.Second):
+				}
+			})
+		}
+		return nil, nil, false
+	})
+	cfg := eosConfig(c.ListenAddrs(), "g", t.TempDir(), "out", rows)
+	cfg = strings.Replace(cfg, "start_offset: earliest}", "start_offset: earliest, fetch: {max_bytes: 1}}", 1)
+	runTestJob(t, cfg, Mode{UntilNow: true})
+	everyValueOnce(t, testkit.ReadCommitted(t, c.ListenAddrs(), "out", n), n)
+	mu.Lock()
+	defer mu.Unlock()
+	if !held {
+		t.Fatal("no commit was held")
+	}
+	if !readWhileHeld {
+		t.Errorf("the partition did not read past its first batch (offsets 0-%d) while that batch's transaction waited to commit", rows-1)
+	}
+	for i, o := range offsets {
+		if o%rows != 0 || i > 0 && o <= offsets[i-1] {
+			t.Errorf("the group's offsets went %v: want whole batches of %d, in order", offsets, rows)
+			break
+		}
+	}
+}
+
+// randomText is n characters that do not compress.
+func randomText(n int) string {
+	var b strings.Builder
+	for b.Len() < n {
+		b.WriteString(rand.Text())
+	}
+	return b.String()[:n]
+}
+
+// TestRowsTheBrokersRefuseInACycleLeaveTheBatch: with exactly_once, a row
+// the output topic refuses for its size (MESSAGE_TOO_LARGE) leaves its
+// batch as dead_letter.on_error says, the batch's files are written again
+// without it, and the transaction is written again: every other row is in
+// the output once, the refused one in neither output. Its batch is in the
+// cycle while the partition reads on (the commit of a batch ahead).
+func TestRowsTheBrokersRefuseInACycleLeaveTheBatch(t *testing.T) {
+	const n, rows, big = 200, 50, 60
+	c := fakeCluster(t, kfake.SeedTopics(1, "logs", "out"))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "out"
+	limit := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	limit.Name, limit.Value = "max.message.bytes", kmsg.StringPtr("2000")
+	res.Configs = append(res.Configs, limit)
+	req.Resources = append(req.Resources, res)
+	if _, err := req.RequestWith(context.Background(), cl); err != nil {
+		t.Fatal(err)
+	}
+	values := make([][]byte, n)
+	for i := range values {
+		pad := 8
+		if i == big {
+			pad = 4000
+		}
+		values[i] = fmt.Appendf(nil, `{"n": %d, "s": %q}`, i, randomText(pad))
+	}
+	for from := 0; from < n; from += rows {
+		produceValues(t, c.ListenAddrs(), values[from:from+rows])
+	}
+	dir := t.TempDir()
+	cfg := eosConfig(c.ListenAddrs(), "g", dir, "out", rows)
+	cfg = strings.Replace(cfg, "required: true}]}", "required: true}, {name: s, type: string}]}", 1)
+	cfg = strings.Replace(cfg, "start_offset: earliest}", "start_offset: earliest, fetch: {max_bytes: 1}}", 1)
+	runTestJob(t, cfg, Mode{UntilNow: true})
+	seen := map[int]int{}
+	for v, k := range testkit.ReadCommitted(t, c.ListenAddrs(), "out", n-1) {
+		var i int
+		if _, err := fmt.Sscanf(v, `{"n":%d,`, &i); err != nil {
+			t.Fatalf("an output row %.60q: %v", v, err)
+		}
+		seen[i] += k
+	}
+	inFiles := map[int64]int{}
+	for _, f := range filesUnder(t, dir) {
+		if strings.HasPrefix(f, "_errors/") || !strings.HasSuffix(f, ".parquet") {
+			continue
+		}
+		got, err := parquet.ReadFile[struct {
+			N int64 `parquet:"n"`
+		}](filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range got {
+			inFiles[r.N]++
+		}
+	}
+	for i := range n {
+		want := 1
+		if i == big {
+			want = 0
+		}
+		if seen[i] != want || inFiles[int64(i)] != want {
+			t.Errorf("record %d is in the output topic %d times and in the files %d; want %d", i, seen[i], inFiles[int64(i)], want)
+		}
+	}
 }

@@ -93,8 +93,7 @@ func (w *worker) afterTxn(s sink.Sink) bool {
 
 // snapshotAfterTxn writes the batch to the sinks that commit after the
 // transaction (afterTxn), once.
-func (w *worker) snapshotAfterTxn(ctx context.Context, last int64) error {
-	b := &w.batch
+func (w *worker) snapshotAfterTxn(ctx context.Context, b *openBatch, last int64) error {
 	if b.tabled || (len(b.rows) == 0 && b.staged == 0) {
 		return nil
 	}
@@ -102,7 +101,7 @@ func (w *worker) snapshotAfterTxn(ctx context.Context, last int64) error {
 	if err != nil {
 		return err
 	}
-	batch := w.sinkBatch(last)
+	batch := w.sinkBatch(b, last)
 	for _, s := range sinks {
 		if !w.afterTxn(s) {
 			continue
@@ -139,17 +138,16 @@ func (w *worker) deadInTxn(d deadLetterWriter) bool {
 // are not the output, and a record written before would make the member
 // taking over continue after a batch whose rows a killed transaction took
 // away (package start: "the pending cut is in the output whole").
-func (w *worker) commitNext(ctx context.Context, last int64) error {
-	b := &w.batch
+func (w *worker) commitNext(ctx context.Context, b *openBatch, last int64) error {
 	if w.eos == nil {
 		return w.commitRetrying(ctx, last+1, "")
 	}
 	if len(b.rows) == 0 && (len(b.dead) == 0 || w.eos.dead == nil) {
 		// Nothing for Kafka (every record filtered out): a plain commit.
-		if err := w.snapshotAfterTxn(ctx, last); err != nil {
+		if err := w.snapshotAfterTxn(ctx, b, last); err != nil {
 			return err
 		}
-		if err := w.saveResume(ctx, last, false); err != nil {
+		if err := w.saveResume(ctx, b.first, last, false); err != nil {
 			return err
 		}
 		return w.commitRetrying(ctx, w.kafkaNext(last), "")
@@ -157,7 +155,7 @@ func (w *worker) commitNext(ctx context.Context, last int64) error {
 	if !b.transacted {
 		start := time.Now()
 		err := retry(ctx, w.log, "writing batch "+strconv.FormatInt(b.first, 10)+"-"+strconv.FormatInt(last, 10)+" in a transaction", w.metrics.retrier(opCommit), func() error {
-			return w.transact(ctx, last)
+			return w.transact(ctx, b, last)
 		})
 		if err != nil {
 			return err
@@ -166,37 +164,37 @@ func (w *worker) commitNext(ctx context.Context, last int64) error {
 		// Committed: a flush that fails after this must not write it again.
 		b.transacted = true
 	}
-	if err := w.snapshotAfterTxn(ctx, last); err != nil {
+	if err := w.snapshotAfterTxn(ctx, b, last); err != nil {
 		return err
 	}
-	return w.saveResume(ctx, last, false)
+	return w.saveResume(ctx, b.first, last, false)
 }
 
 // transact runs one transaction for the delivered batch ending at last,
 // with the generation the member is in now. Like memberCommitter, a
 // generation that ended under it while the partition stays this member's
 // is waited for and the transaction written again in the next.
-func (w *worker) transact(ctx context.Context, last int64) error {
+func (w *worker) transact(ctx context.Context, b *openBatch, last int64) error {
 	for {
 		member, changed, owned := w.txnMember()
-		if w.batch.unsure {
-			committed, err := w.txnCommitted(ctx, last, member)
+		if b.unsure {
+			committed, err := w.txnCommitted(ctx, b, last, member)
 			if err != nil {
 				return err
 			}
-			w.batch.unsure = false
+			b.unsure = false
 			if committed {
 				return nil
 			}
 		}
-		err := w.transactOnce(ctx, last, member)
+		err := w.transactOnce(ctx, b, last, member)
 		switch {
 		case err == nil:
 			return nil
 		case errors.Is(err, producer.ErrTxnOutcomeUnknown):
-			w.batch.unsure = true
+			b.unsure = true
 			w.log.Warn("the outcome of the batch's transaction is unknown (its commit went unanswered); the group's offset will tell before it is written again",
-				"first", w.batch.first, "last", last, "err", err)
+				"first", b.first, "last", last, "err", err)
 		case errors.Is(err, producer.ErrProducerFenced):
 			return errFatal{fmt.Errorf("%s/%d: %w; another process runs with this member's transactional id (two members with one kafka.group_instance_id?): stopping", w.topic, w.partition, err)}
 		case errors.Is(err, producer.ErrGroupFenced):
@@ -218,13 +216,13 @@ func (w *worker) transact(ctx context.Context, last int64) error {
 // once no transaction holds it (require_stable), is at or past next when
 // and only when it committed. A replay commits no offsets and cannot tell:
 // it takes the batch as not written (at least once, as a replay is).
-func (w *worker) txnCommitted(ctx context.Context, last int64, member *producer.GroupMember) (bool, error) {
+func (w *worker) txnCommitted(ctx context.Context, b *openBatch, last int64, member *producer.GroupMember) (bool, error) {
 	if member == nil {
 		return false, nil
 	}
 	offsets, err := w.eos.kafka.Producer().StableOffsets(ctx, member.Group, map[string][]int32{w.topic: {int32(w.partition)}})
 	if err != nil {
-		return false, fmt.Errorf("%s/%d: reading the group's offset to learn whether the transaction of %d-%d committed: %w", w.topic, w.partition, w.batch.first, last, err)
+		return false, fmt.Errorf("%s/%d: reading the group's offset to learn whether the transaction of %d-%d committed: %w", w.topic, w.partition, b.first, last, err)
 	}
 	at := offsets[w.topic][int32(w.partition)].Offset
 	if at < 0 && w.eos.own != nil {
@@ -232,13 +230,13 @@ func (w *worker) txnCommitted(ctx context.Context, last int64, member *producer.
 		// topic, written in the same transaction, tells.
 		own, err := w.eos.own(ctx, map[string][]int{w.topic: {w.partition}})
 		if err != nil {
-			return false, fmt.Errorf("%s/%d: reading the positions topic to learn whether the transaction of %d-%d committed: %w", w.topic, w.partition, w.batch.first, last, err)
+			return false, fmt.Errorf("%s/%d: reading the positions topic to learn whether the transaction of %d-%d committed: %w", w.topic, w.partition, b.first, last, err)
 		}
 		if o := own[w.topic][w.partition]; o != nil {
 			at = o.at.Offset
 		}
 	}
-	w.log.Info("the unanswered transaction's outcome, from the group's offset", "first", w.batch.first, "last", last, "group_offset", at, "committed", at > last)
+	w.log.Info("the unanswered transaction's outcome, from the group's offset", "first", b.first, "last", last, "group_offset", at, "committed", at > last)
 	return at > last, nil
 }
 
@@ -263,10 +261,9 @@ func (w *worker) txnMember() (*producer.GroupMember, <-chan struct{}, func() boo
 // (sink.Kafka.Transact: one transaction per commit cycle). Rows the brokers refuse for their size leave the
 // batch as dead_letter.on_error says, its files are written again
 // without them (same names), and the transaction is tried again.
-func (w *worker) transactOnce(ctx context.Context, last int64, member *producer.GroupMember) error {
-	b := &w.batch
+func (w *worker) transactOnce(ctx context.Context, b *openBatch, last int64, member *producer.GroupMember) error {
 	for {
-		rows, sources, letters := w.notInKafka()
+		rows, sources, letters := w.notInKafka(b)
 		batch := &sink.Batch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Schema: w.decoder.Schema(),
 			Rows: rows, Sources: sources, Prefix: w.prefix, ValidText: true}
 		var also func(context.Context) error
@@ -282,6 +279,11 @@ func (w *worker) transactOnce(ctx context.Context, last int64, member *producer.
 		refused := sink.AsRowErrors(err)
 		if refused == nil {
 			return err
+		}
+		if b != &w.batch {
+			// A batch ahead (ahead.go): its refused rows leave it, and its
+			// files are written again, in the worker's goroutine.
+			return &errRefusedAhead{err}
 		}
 		// The refusals name rows of what went to Kafka; the batch holds
 		// the rows the Kafka output skipped before them.
@@ -306,8 +308,7 @@ func (w *worker) transactOnce(ctx context.Context, last int64, member *producer.
 // transactions committed, read when the partition started): a partition
 // starts at its least advanced output, and the Kafka output skips what
 // it already holds, as the table skips its batches.
-func (w *worker) notInKafka() ([]sink.Row, []sink.Source, []RejectedRecord) {
-	b := &w.batch
+func (w *worker) notInKafka(b *openBatch) ([]sink.Row, []sink.Source, []RejectedRecord) {
 	rows, sources, dead := b.rows, b.sources, b.dead
 	if b.first >= w.inKafka {
 		return rows, sources, dead

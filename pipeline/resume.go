@@ -95,16 +95,16 @@ func (f filesResume) loadResume(ctx context.Context, topic string, partition int
 // last+1 is committed, that the output holds it; with writing set, after
 // the batch's mark is committed and before any sink writes it, that the
 // output is writing it.
-func (w *worker) saveResume(ctx context.Context, last int64, writing bool) error {
+func (w *worker) saveResume(ctx context.Context, first, last int64, writing bool) error {
 	if w.resume == nil || w.prefix != "" {
 		return nil
 	}
-	r := resumeRecord{Topic: w.topic, Partition: w.partition, First: w.batch.first, Last: last, Next: last + 1, TopicID: w.topicID, Written: time.Now().UTC()}
+	r := resumeRecord{Topic: w.topic, Partition: w.partition, First: first, Last: last, Next: last + 1, TopicID: w.topicID, Written: time.Now().UTC()}
 	if w.using != "" {
 		r.Layout = start.Fingerprint(w.using)
 	}
 	if writing {
-		r.Next, r.Mark = w.batch.first, start.MarkOf(last, w.topicID, w.using)
+		r.Next, r.Mark = first, start.MarkOf(last, w.topicID, w.using)
 	}
 	return w.retrySink(ctx, "writing the resume record", opFiles, func() error { return w.resume.saveResume(ctx, r) })
 }

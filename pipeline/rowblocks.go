@@ -65,6 +65,25 @@ func (r *rowBlocks) row(columns int) sink.Row {
 // keep gives the row last returned to the batch.
 func (r *rowBlocks) keep() { r.next += r.columns }
 
+// handOver gives the rows cut so far to a batch that outlives this use of
+// the blocks (a batch ahead, ahead.go): the next rows are cut from other
+// blocks, and give hands these back to the pool once that batch lets go
+// of its rows. give may run on another goroutine.
+func (r *rowBlocks) handOver() (give func()) {
+	blocks := r.used
+	if r.cur != nil {
+		blocks = append(blocks, r.cur)
+	}
+	r.used, r.cur, r.next = nil, nil, 0
+	pool := &r.pool
+	return func() {
+		for _, b := range blocks {
+			clear(b)
+			pool.Put(&b)
+		}
+	}
+}
+
 // release takes every row back: the batch holds none of them any more.
 // Values are cleared so a pooled block keeps nothing alive.
 func (r *rowBlocks) release() {

@@ -83,6 +83,10 @@ type worker struct {
 	// (the pending cut's), kept so the rows staged into them are the ones
 	// its Write finds.
 	other *layoutSinks
+	// ahead is the delivered batch whose commit runs while the worker
+	// reads on (ahead.go); spare is the values' storage it gave back.
+	ahead *aheadBatch
+	spare *decode.Scratch
 }
 
 // openBatch is the records read since the last cut.
@@ -134,6 +138,7 @@ func (w *worker) run(ctx context.Context, pos position) error {
 	w.reader.SetOffset(w.next)
 	w.batch = openBatch{first: w.next, opened: time.Now()}
 	defer func() {
+		w.dropAhead()
 		w.budget.release(w.batch.bytes)
 		w.releaseFetch()
 		w.discardStaged()
@@ -206,7 +211,7 @@ func (w *worker) loop(ctx context.Context) error {
 				paced = i + n
 				// A paced fetch takes long: max_age holds inside it too.
 				if w.limiter != nil && w.cut < 0 && w.next > w.batch.first && time.Since(w.batch.opened) >= w.limits.MaxAge {
-					if err := w.flush(ctx, w.next-1); err != nil {
+					if err := w.flushAhead(ctx, w.next-1); err != nil {
 						return err
 					}
 				}
@@ -234,7 +239,7 @@ func (w *worker) loop(ctx context.Context) error {
 				return err
 			}
 			if w.cut < 0 && w.full() {
-				if err := w.flush(ctx, w.next-1); err != nil {
+				if err := w.flushAhead(ctx, w.next-1); err != nil {
 					return err
 				}
 			}
@@ -255,7 +260,7 @@ func (w *worker) loop(ctx context.Context) error {
 				return err
 			}
 		case w.cut < 0 && w.next > w.batch.first && (w.full() || time.Since(w.batch.opened) >= w.limits.MaxAge):
-			if err := w.flush(ctx, w.next-1); err != nil {
+			if err := w.flushAhead(ctx, w.next-1); err != nil {
 				return err
 			}
 		}
@@ -289,6 +294,11 @@ const (
 // held, unless a re-cut is pending (then the mark stays and the next owner
 // re-cuts), the partition was lost, or its open batch is handed over.
 func (w *worker) stop() error {
+	if w.ahead != nil {
+		if err := w.stopAhead(); err != nil {
+			return nil // the next owner reads both batches again
+		}
+	}
 	if w.cut >= 0 || w.next <= w.batch.first {
 		return nil
 	}
@@ -317,6 +327,27 @@ func (w *worker) stop() error {
 		w.log.Warn("flushing on stop failed; the next owner re-reads the batch", "err", err)
 	}
 	return nil
+}
+
+// stopAhead finishes the batch ahead at the stop, as stop flushes a
+// delivered batch: not when the partition is lost.
+func (w *worker) stopAhead() error {
+	if w.releaseMode() == releaseLost {
+		w.log.Info("partition lost to another member: not committing its batch in the cycle; the new owner reads from the last commit", "first", w.ahead.b.first, "last", w.ahead.last)
+		w.dropAhead()
+		return errFenced
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), w.flushWait)
+	defer cancel()
+	err := w.join(ctx, true)
+	switch {
+	case err == nil:
+	case errors.Is(err, errFenced):
+		w.log.Info("not committing the batch in the cycle on stop: the group already moved on", "err", err)
+	default:
+		w.log.Warn("committing the batch in the cycle on stop failed; the next owner re-reads it", "first", w.ahead.b.first, "last", w.ahead.last, "err", err)
+	}
+	return err
 }
 
 func (w *worker) releaseMode() int32 {
@@ -431,6 +462,22 @@ func detach(m *record.Record) record.Record {
 
 // flush cuts the open batch at last and runs the commit protocol.
 func (w *worker) flush(ctx context.Context, last int64) error {
+	return w.cutBatch(ctx, last, false)
+}
+
+// flushAhead is flush where the partition reads on: with exactly_once the
+// batch's commit may finish while the worker reads its next batch (ahead.go).
+func (w *worker) flushAhead(ctx context.Context, last int64) error {
+	return w.cutBatch(ctx, last, true)
+}
+
+func (w *worker) cutBatch(ctx context.Context, last int64, ahead bool) error {
+	// Nothing of this batch reaches an output's record (its cut mark, the
+	// files' record, the transaction's offset) before the batch ahead of
+	// it is committed: the group's offset never passes what the outputs hold.
+	if err := w.join(ctx, false); err != nil {
+		return err
+	}
 	b := &w.batch
 	if last < b.first {
 		return nil
@@ -447,7 +494,7 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 			}
 		}
 		sink.Failpoint(ctx, sink.FailMarked)
-		if err := w.saveResume(ctx, last, true); err != nil {
+		if err := w.saveResume(ctx, b.first, last, true); err != nil {
 			return err
 		}
 		if err := w.deliver(ctx, last); err != nil {
@@ -459,28 +506,38 @@ func (w *worker) flush(ctx context.Context, last int64) error {
 		// With exactly_once the output holds the batch once its
 		// transaction commits: commitNext records it then.
 		if w.eos == nil {
-			if err := w.saveResume(ctx, last, false); err != nil {
+			if err := w.saveResume(ctx, b.first, last, false); err != nil {
 				return err
 			}
 		}
 		b.delivered, b.last = true, last
 		sink.Failpoint(ctx, sink.FailDelivered)
 	}
-	if err := w.commitNext(ctx, last); err != nil {
+	if ahead && w.eos != nil && w.using == w.layout && last != w.cut {
+		w.handOff(ctx, last)
+		return nil
+	}
+	if err := w.commitNext(ctx, b, last); err != nil {
 		return err
 	}
-	w.progress.committed()
-	w.stats.Batches.Add(1)
-	w.stats.Rows.Add(int64(b.staged + len(b.rows)))
-	w.stats.DeadLetters.Add(int64(len(b.dead)))
-	w.log.Debug("batch committed", "first", b.first, "last", last, "rows", b.staged+len(b.rows), "dead_letters", len(b.dead))
-	w.budget.release(b.bytes)
+	w.batchCommitted(b, last)
 	*b = openBatch{first: last + 1, opened: time.Now()}
 	w.rowsGone()
 	if last == w.cut {
 		w.cutLayout = ""
 	}
 	return nil
+}
+
+// batchCommitted counts a batch whose commit is in and gives its budget
+// back.
+func (w *worker) batchCommitted(b *openBatch, last int64) {
+	w.progress.committed()
+	w.stats.Batches.Add(1)
+	w.stats.Rows.Add(int64(b.staged + len(b.rows)))
+	w.stats.DeadLetters.Add(int64(len(b.dead)))
+	w.log.Debug("batch committed", "first", b.first, "last", last, "rows", b.staged+len(b.rows), "dead_letters", len(b.dead))
+	w.budget.release(b.bytes)
 }
 
 // commitRetrying commits until the coordinator takes it or refuses this
@@ -513,7 +570,7 @@ func (w *worker) deliver(ctx context.Context, last int64) error {
 	if _, err := w.stage(ctx); err != nil {
 		return err
 	}
-	batch := w.sinkBatch(last)
+	batch := w.sinkBatch(b, last)
 	// Rows a sink will never take leave the batch before anything is
 	// written, so no sink holds a row another refused.
 	if err := w.checkRows(sinks, batch); err != nil {
@@ -563,8 +620,7 @@ func (w *worker) deliver(ctx context.Context, last int64) error {
 }
 
 // sinkBatch is the open batch, cut at last, as the sinks take it.
-func (w *worker) sinkBatch(last int64) *sink.Batch {
-	b := &w.batch
+func (w *worker) sinkBatch(b *openBatch, last int64) *sink.Batch {
 	return &sink.Batch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Schema: w.decoder.Schema(), Rows: b.rows,
 		Sources: b.sources, Staged: b.staged, Prefix: w.prefix, ValidText: true, TopicID: w.topicID}
 }

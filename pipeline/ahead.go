@@ -1,0 +1,129 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/logstore/logstore/pipeline/decode"
+)
+
+// With sinks.kafka.delivery: exactly_once a batch is committed in the
+// member's next commit cycle: its rows, dead letters and next offset in
+// one transaction, then the table's snapshot and the files' record. The
+// cycle gathers the member's partitions, so a batch may wait for it. The
+// partition does not: once the batch is delivered (its files written), its
+// commit goes on in a goroutine of its own while the worker reads, decodes
+// and holds the next batch, within the memory budget, which the batch in
+// the cycle keeps until it is committed.
+//
+// One batch is ahead at a time. The next one is cut no earlier than the
+// batch ahead is committed (cutBatch joins it first): its cut mark, its
+// files' record and its transaction's offset would otherwise reach the
+// group or the files before the batch ahead's transaction, and a stop
+// between the two would start the partition past rows the Kafka output
+// does not hold. What overlaps the cycle is reading, never committing.
+
+// aheadBatch is a delivered batch whose commit runs while the worker
+// reads on.
+type aheadBatch struct {
+	b    openBatch
+	last int64
+	// The rows' storage and their values', the batch's until it is
+	// committed: the worker cuts its next rows from other storage.
+	rows    func()
+	scratch *decode.Scratch
+	done    chan error
+	err     error
+	joined  bool // err came from done
+}
+
+// errRefusedAhead is the brokers refusing rows of a batch ahead for their
+// size: they leave the batch and its files are written again, which is
+// the worker's to do (join), not the cycle's goroutine's.
+type errRefusedAhead struct{ err error }
+
+func (e *errRefusedAhead) Error() string { return e.err.Error() }
+func (e *errRefusedAhead) Unwrap() error { return e.err }
+
+// handOff starts the commit of the delivered batch cut at last and opens
+// the next batch.
+func (w *worker) handOff(ctx context.Context, last int64) {
+	p := &aheadBatch{b: w.batch, last: last, rows: w.rows.handOver(), scratch: w.scratch, done: make(chan error, 1)}
+	w.scratch, w.spare = w.spare, nil
+	w.batch = openBatch{first: last + 1, opened: time.Now()}
+	w.ahead = p
+	go func() {
+		err := w.commitNext(ctx, &p.b, last)
+		if err == nil {
+			w.aheadCommitted(p)
+		}
+		p.done <- err
+	}()
+}
+
+// aheadCommitted counts the batch ahead and gives its budget and storage
+// back, at once: a worker waiting for budget to read does not wait for
+// its own join.
+func (w *worker) aheadCommitted(p *aheadBatch) {
+	w.batchCommitted(&p.b, p.last)
+	p.rows()
+	if p.scratch != nil {
+		p.scratch.Release()
+	}
+}
+
+// join waits for the batch ahead's commit. A commit the cycle could not
+// finish is finished here, in the worker's goroutine, with ctx: always
+// for rows the brokers refused, and for any failure when again (the
+// worker's stop, with a context of its own, as flush after a failed
+// commit). Otherwise the cycle's error is the worker's, and the batch
+// stays ahead for the stop.
+func (w *worker) join(ctx context.Context, again bool) error {
+	p := w.ahead
+	if p == nil {
+		return nil
+	}
+	if !p.joined {
+		p.err, p.joined = <-p.done, true
+		if p.err == nil {
+			w.ahead, w.spare = nil, p.scratch
+			return nil
+		}
+	}
+	if !again && !errors.As(p.err, new(*errRefusedAhead)) {
+		return p.err
+	}
+	// The batch is the open one again while it is finished, so a
+	// refusal's handling (transactOnce: refuse, deliver) meets it where
+	// it looks; the next batch waits aside.
+	next := w.batch
+	w.batch = p.b
+	err := w.commitNext(ctx, &w.batch, p.last)
+	p.b, w.batch = w.batch, next
+	if err != nil {
+		p.err = err
+		return err
+	}
+	w.aheadCommitted(p)
+	w.ahead, w.spare = nil, p.scratch
+	return nil
+}
+
+// dropAhead lets go of a batch ahead that was never committed (the worker
+// ends on an error): its budget and storage; the next owner reads it again
+// from the last commit.
+func (w *worker) dropAhead() {
+	p := w.ahead
+	if p == nil {
+		return
+	}
+	if !p.joined {
+		p.err, p.joined = <-p.done, true
+	}
+	if p.err != nil {
+		w.budget.release(p.b.bytes)
+		p.rows()
+	}
+	w.ahead = nil
+}
