@@ -71,15 +71,20 @@ func catchUpHeap(t *testing.T, n int64, budgetBytes int64, sortBy []sink.SortKey
 // TestSortRunsCountInTheBudget: with sinks.iceberg.sort_by a file holds
 // its rows in memory until a run (up to 16 MiB) is written. Those bytes
 // are the budget's too: with a 4 MiB budget a sorted catch-up holds no
-// more than an unsorted one does plus the budget, where the runs used to
-// pile up uncounted beside it.
+// more than an unsorted one does plus the budget (and a budget of slack
+// for the measurement), where the runs used to pile up uncounted beside it.
 func TestSortRunsCountInTheBudget(t *testing.T) {
 	const n, budgetBytes = 60_000, 4 << 20
 	plain, _ := catchUpHeap(t, n, budgetBytes, nil)
 	sorted, w := catchUpHeap(t, n, budgetBytes, []sink.SortKey{{Column: "service"}, {Column: "level"}})
 	t.Logf("live heap at a fetch: %.1f MiB unsorted, %.1f MiB sorted; budget %d MiB, %d budget cuts",
 		float64(plain)/(1<<20), float64(sorted)/(1<<20), budgetBytes>>20, w.stats.BudgetCuts.Load())
-	if sorted > plain+budgetBytes {
+	// The live heap at a fetch varies by a few MiB between runs of the same
+	// code (what other goroutines hold, the collector's timing: 2.5-6.1 MiB
+	// unsorted, 4.2-8.2 sorted in three runs); the runs held uncounted were
+	// 19 MiB past the budget. A second budget of slack keeps the test on
+	// the defect, not on the noise.
+	if sorted > plain+2*budgetBytes {
 		t.Errorf("sorted, the worker held %.1f MiB, unsorted %.1f MiB: the sort runs are %.1f MiB past the budget of %d MiB",
 			float64(sorted)/(1<<20), float64(plain)/(1<<20), float64(sorted-plain-budgetBytes)/(1<<20), budgetBytes>>20)
 	}
