@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/logstore/logstore/pipeline/decode"
+	"github.com/logstore/logstore/sink"
 )
 
 // With sinks.kafka.delivery: exactly_once a batch is committed in the
@@ -54,12 +55,38 @@ func (w *worker) handOff(ctx context.Context, last int64) {
 	w.batch = openBatch{first: last + 1, opened: time.Now()}
 	w.ahead = p
 	go func() {
-		err := w.commitNext(ctx, &p.b, last)
+		err := w.commitAhead(ctx, &p.b, last)
 		if err == nil {
 			w.aheadCommitted(p)
 		}
 		p.done <- err
 	}()
+}
+
+// commitAhead is the rest of the commit protocol for a batch ahead: the
+// table's snapshot and the files' record where deliver left them
+// (snapshotLeft), then the commit of next (commitNext).
+func (w *worker) commitAhead(ctx context.Context, b *openBatch, last int64) error {
+	if b.snapshotLeft {
+		sinks, _, err := w.withLayout(w.using)
+		if err != nil {
+			return err
+		}
+		s := sinks[b.wroteBy]
+		kind := sinkKind(s)
+		if err := w.retrySink(ctx, "writing a batch", kind, func() error { return s.Write(ctx, w.sinkBatch(b, last)) }); err != nil {
+			return err
+		}
+		w.metrics.timeFlush(kind, b.snapshotFrom)
+		b.wroteBy++
+		b.snapshotLeft = false
+		if err := w.saveResume(ctx, b.first, last, false); err != nil {
+			return err
+		}
+		b.delivered, b.last = true, last
+		sink.Failpoint(ctx, sink.FailDelivered)
+	}
+	return w.commitNext(ctx, b, last)
 }
 
 // aheadCommitted counts the batch ahead and gives its budget and storage
@@ -99,7 +126,7 @@ func (w *worker) join(ctx context.Context, again bool) error {
 	// it looks; the next batch waits aside.
 	next := w.batch
 	w.batch = p.b
-	err := w.commitNext(ctx, &w.batch, p.last)
+	err := w.commitAhead(ctx, &w.batch, p.last)
 	p.b, w.batch = w.batch, next
 	if err != nil {
 		p.err = err

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -458,5 +459,58 @@ func TestRowsTheBrokersRefuseInACycleLeaveTheBatch(t *testing.T) {
 		if seen[i] != want || inFiles[int64(i)] != want {
 			t.Errorf("record %d is in the output topic %d times and in the files %d; want %d", i, seen[i], inFiles[int64(i)], want)
 		}
+	}
+}
+
+// TestPartitionReadsItsNextBatchWhileTheTableCommits: a table waits for
+// the member's next snapshot (sinks.commit_interval) before a batch is
+// committed; the partition reads its next batch meanwhile, once the
+// batch's data files are written. Seen by the cluster, in the order it
+// takes requests: a fetch past the first batch comes before the group's
+// offset passes it (a worker that waits for the snapshot fetches only
+// after). Every record is in the table once.
+func TestPartitionReadsItsNextBatchWhileTheTableCommits(t *testing.T) {
+	const n, rows = 200, 50
+	c := fakeCluster(t, kfake.SeedTopics(1, "logs"))
+	for from := 0; from < n; from += rows {
+		produceN(t, c.ListenAddrs(), from, rows) // one record batch each
+	}
+	var seq, fetchedPast, committedPast atomic.Int64
+	c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch, kmsg.OffsetCommit}, Observe: true, Count: -1, When: func(r kmsg.Request) bool {
+		at := seq.Add(1)
+		switch r := r.(type) {
+		case *kmsg.FetchRequest:
+			for _, tp := range r.Topics {
+				for _, p := range tp.Partitions {
+					if p.FetchOffset >= rows {
+						fetchedPast.CompareAndSwap(0, at)
+					}
+				}
+			}
+		case *kmsg.OffsetCommitRequest:
+			for _, tp := range r.Topics {
+				for _, p := range tp.Partitions {
+					if p.Offset >= rows {
+						committedPast.CompareAndSwap(0, at)
+					}
+				}
+			}
+		}
+		return false
+	}})
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`kafka: {brokers: ["%s"], topics: [logs], group: g, start_offset: earliest, fetch: {max_bytes: 1}}
+rack: {providers: [static]}
+schema: {columns: [{name: n, type: int64, required: true}]}
+batch: {max_rows: %d}
+sinks: {commit_interval: 1s, %s}
+dead_letter: {on_error: skip}
+`, strings.Join(c.ListenAddrs(), `", "`), rows, strings.TrimSuffix(tableConfig(dir), ", "))
+	runTestJob(t, cfg, Mode{UntilNow: true})
+	if got := tableRecords(t, dir); got != n {
+		t.Errorf("the table holds %d records; want %d", got, n)
+	}
+	if f, c := fetchedPast.Load(), committedPast.Load(); f == 0 || c == 0 || f > c {
+		t.Errorf("request %d fetched past the first batch, request %d committed past it: the partition waited for the table's snapshot before reading on", f, c)
 	}
 }

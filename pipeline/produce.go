@@ -297,7 +297,7 @@ func (w *worker) transactOnce(ctx context.Context, b *openBatch, last int64, mem
 			return err
 		}
 		b.wroteBy, b.deadBy = 0, 0
-		if err := w.deliver(ctx, last); err != nil {
+		if err := w.deliver(ctx, last, false); err != nil {
 			return err
 		}
 	}

@@ -113,6 +113,11 @@ type openBatch struct {
 	unsure bool
 	last   int64 // where it was cut, once delivered
 	full   bool  // a sink said the batch reached its target size
+	// snapshotLeft: the table, the last output, has the batch's data
+	// files and not yet its snapshot (deliver's split), since
+	// snapshotFrom.
+	snapshotLeft bool
+	snapshotFrom time.Time
 }
 
 // errFatal marks an error that must stop the whole job (on_error: fail,
@@ -497,11 +502,19 @@ func (w *worker) cutBatch(ctx context.Context, last int64, ahead bool) error {
 		if err := w.saveResume(ctx, b.first, last, true); err != nil {
 			return err
 		}
-		if err := w.deliver(ctx, last); err != nil {
+		// Where the partition reads on, a table that is the last output
+		// gets its data files written here and its snapshot with the rest
+		// of the batch ahead (commitAhead).
+		split := ahead && w.eos == nil && w.using == w.layout && last != w.cut
+		if err := w.deliver(ctx, last, split); err != nil {
 			if errors.As(err, new(*sink.RestageError)) {
 				w.cut = last // the mark names this cut: the batch read again ends here
 			}
 			return err
+		}
+		if b.snapshotLeft {
+			w.handOff(ctx, last)
+			return nil
 		}
 		// With exactly_once the output holds the batch once its
 		// transaction commits: commitNext records it then.
@@ -559,7 +572,12 @@ func (w *worker) commitRetrying(ctx context.Context, offset int64, metadata stri
 // dead-letter writer, retrying each until it succeeds or ctx ends: a sink
 // outage holds the partition (and, through the budget, the fetching) instead
 // of dropping or skipping a batch.
-func (w *worker) deliver(ctx context.Context, last int64) error {
+//
+// With split, a table that is the last output (CommitsBySnapshot, no
+// at-least-once Kafka after it) only gets its data files written
+// (sink.TableSink.WriteFiles), and the batch is left with snapshotLeft:
+// its snapshot is commitAhead's.
+func (w *worker) deliver(ctx context.Context, last int64, split bool) error {
 	b := &w.batch
 	sinks, dead, err := w.withLayout(w.using)
 	if err != nil {
@@ -598,7 +616,13 @@ func (w *worker) deliver(ctx context.Context, last int64) error {
 			}
 		}
 		kind, start := sinkKind(s), time.Now()
-		err := w.retrySink(ctx, "writing a batch", kind, func() error { return s.Write(ctx, batch) })
+		write := func() error { return s.Write(ctx, batch) }
+		t, isTable := s.(sink.TableSink)
+		filesOnly, held := isTable && split && i == len(sinks)-1, false
+		if filesOnly {
+			write = func() (err error) { held, err = t.WriteFiles(ctx, batch); return err }
+		}
+		err := w.retrySink(ctx, "writing a batch", kind, write)
 		if refused := sink.AsRowErrors(err); refused != nil {
 			// A refusal no check foresaw (the Parquet writer's): write the
 			// batch without those rows to every sink again, same names,
@@ -612,6 +636,10 @@ func (w *worker) deliver(ctx context.Context, last int64) error {
 		}
 		if err != nil {
 			return err
+		}
+		if filesOnly && !held {
+			b.snapshotLeft, b.snapshotFrom = true, start
+			break
 		}
 		b.wroteBy = i + 1
 		w.metrics.timeFlush(kind, start)

@@ -21,6 +21,12 @@ type TableSink interface {
 	// TablePosition is the last batch the table holds of topic/partition;
 	// false when it holds none.
 	TablePosition(ctx context.Context, topic string, partition int) (TablePosition, bool, error)
+	// WriteFiles is Write up to its commit: the batch's data files, from
+	// its staged rows, kept for the Write that commits them; held when
+	// the table holds the batch already (that Write has nothing to do).
+	// Once it returns the partition may stage its next batch while this
+	// one waits for its snapshot.
+	WriteFiles(ctx context.Context, b *Batch) (held bool, err error)
 }
 
 // TablePosition is where a table stands for one partition.

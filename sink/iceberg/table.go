@@ -249,39 +249,14 @@ func (t *Table) RemoveLeftovers(ctx context.Context, topic string, partition int
 // Write stores the batch's data files and commits them, unless the table
 // holds the batch already; it returns once the commit is in the table.
 func (t *Table) Write(ctx context.Context, b *sink.Batch) error {
-	if err := refusePrefix(b); err != nil {
+	held, err := t.WriteFiles(ctx, b)
+	if err != nil || held {
 		return err
 	}
 	k := batchKey{b.Topic, b.Partition}
 	t.mu.Lock()
 	st := t.stored[k]
 	t.mu.Unlock()
-	if st == nil || st.first != b.First || st.last != b.Last {
-		tbl, err := t.cat.LoadTable(ctx, t.ident)
-		if err != nil {
-			return fmt.Errorf("iceberg: loading table %s: %w", t.name, err)
-		}
-		if held, err := t.holds(tbl, refOf(b)); err != nil || held {
-			if held {
-				t.files.Discard(b.Topic, b.Partition, b.Prefix)
-				t.log.Info("iceberg: the table holds this batch already; not writing it again", "topic", b.Topic, "partition", b.Partition, "first", b.First, "last", b.Last)
-			}
-			return err
-		}
-		written, err := t.files.WriteFiles(ctx, t.inMicros(b))
-		if err != nil {
-			return err
-		}
-		dfs, err := t.dataFiles(tbl, written)
-		if err != nil {
-			return err
-		}
-		st = &storedBatch{first: b.First, last: b.Last, files: dfs}
-		t.mu.Lock()
-		t.stored[k] = st
-		t.mu.Unlock()
-		sink.Failpoint(ctx, sink.FailTableFiles)
-	}
 	if err := t.commit(ctx, &pendingCommit{batch: refOf(b), files: st.files, done: make(chan error, 1)}); err != nil {
 		return err
 	}
@@ -290,6 +265,47 @@ func (t *Table) Write(ctx context.Context, b *sink.Batch) error {
 	t.mu.Unlock()
 	sink.Failpoint(ctx, sink.FailTableCommitted)
 	return nil
+}
+
+// WriteFiles is Write's first half: the batch's data files, from its
+// staged rows, kept for its commit; held when the table holds the batch
+// already (Write then has nothing to do). Once it returns, the partition
+// may stage its next batch while this one waits for its snapshot.
+func (t *Table) WriteFiles(ctx context.Context, b *sink.Batch) (held bool, err error) {
+	if err := refusePrefix(b); err != nil {
+		return false, err
+	}
+	k := batchKey{b.Topic, b.Partition}
+	t.mu.Lock()
+	st := t.stored[k]
+	t.mu.Unlock()
+	if st != nil && st.first == b.First && st.last == b.Last {
+		return false, nil
+	}
+	tbl, err := t.cat.LoadTable(ctx, t.ident)
+	if err != nil {
+		return false, fmt.Errorf("iceberg: loading table %s: %w", t.name, err)
+	}
+	if held, err := t.holds(tbl, refOf(b)); err != nil || held {
+		if held {
+			t.files.Discard(b.Topic, b.Partition, b.Prefix)
+			t.log.Info("iceberg: the table holds this batch already; not writing it again", "topic", b.Topic, "partition", b.Partition, "first", b.First, "last", b.Last)
+		}
+		return held, err
+	}
+	written, err := t.files.WriteFiles(ctx, t.inMicros(b))
+	if err != nil {
+		return false, err
+	}
+	dfs, err := t.dataFiles(tbl, written)
+	if err != nil {
+		return false, err
+	}
+	t.mu.Lock()
+	t.stored[k] = &storedBatch{first: b.First, last: b.Last, files: dfs}
+	t.mu.Unlock()
+	sink.Failpoint(ctx, sink.FailTableFiles)
+	return false, nil
 }
 
 // holds says whether tbl holds b: its position for b's partition is at or
