@@ -4,5 +4,5 @@ package main
 
 // The table sink (sinks.iceberg) and the table command are linked unless
 // the binary is built with -tags notable: that build links none of
-// iceberg-go and starts without its package init (sink.TableSink).
+// iceberg-go (sink.TableSink).
 import _ "github.com/logstore/logstore/sink/iceberg"
