@@ -46,7 +46,9 @@ type parquetColumn struct {
 }
 
 // parquetSchema converts s to the file schema, in s's column order.
-// Dictionary encoding applies to string, json and map columns.
+// Dictionary encoding applies to string, json and map columns (a writer
+// writes text columns whose first values are distinct without one:
+// distinctText).
 func parquetSchema(s *Schema, dictionary bool) (*parquet.Schema, error) {
 	root, _, err := parquetColumns(s, dictionary, nil)
 	if err != nil {
