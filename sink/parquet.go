@@ -185,6 +185,7 @@ type ParquetWriter struct {
 	schema        *Schema
 	opts          []parquet.WriterOption // w's, but for its schema
 	dictionary    bool
+	deltaText     bool // distinct text columns go DELTA_LENGTH_BYTE_ARRAY (distinct_text)
 	cols          []parquetColumn
 	rowGroupBytes int64
 	rowGroupRows  int64
@@ -251,7 +252,8 @@ func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig, pages parque
 	}
 	pw := &ParquetWriter{
 		out: out, schema: s, opts: opts, dictionary: *cfg.Dictionary,
-		cols: cols, rowGroupBytes: cfg.RowGroupBytes, rowGroupRows: max(cfg.RowGroupRows, 1),
+		deltaText: *cfg.Dictionary && cfg.DistinctText == DistinctTextDeltaLength,
+		cols:      cols, rowGroupBytes: cfg.RowGroupBytes, rowGroupRows: max(cfg.RowGroupRows, 1),
 		pending: make([][]parquet.Value, leaves), mark: make([]int, leaves),
 		chunkBytes: int(max(min(int64(cfg.PageBytes)/4, cfg.RowGroupBytes/16), 1)),
 		dictBytes:  make([]int, leaves), dictMaxBytes: int(cfg.DictionaryMaxBytes),
@@ -278,7 +280,7 @@ func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig, pages parque
 // rows still make the same file.
 func (pw *ParquetWriter) open() error {
 	var distinct []bool
-	if pw.dictionary {
+	if pw.deltaText {
 		distinct = make([]bool, len(pw.cols))
 		for i, c := range pw.cols {
 			if c.field.Type == String || c.field.Type == JSON {

@@ -416,15 +416,25 @@ func TestParquetDistinctTextHasNoDictionary(t *testing.T) {
 			rows[i][0] = nil
 		}
 	}
-	f, got := decodeParquet(t, s, encodeParquet(t, s, testParquetConfig(), rows))
-	sameRows(t, got, rows)
-	for _, rg := range f.Metadata().RowGroups {
-		ids, level := rg.Columns[0].MetaData.Encoding, rg.Columns[1].MetaData.Encoding
-		if slices.Contains(ids, format.RLEDictionary) || !slices.Contains(ids, format.DeltaLengthByteArray) {
-			t.Errorf("trace_id's encodings are %v, want DELTA_LENGTH_BYTE_ARRAY and no dictionary", ids)
+	// distinct_text: its default; dictionary; and empty, as in a layout
+	// an older version recorded, whose re-cut must write what it wrote.
+	for _, distinct := range []string{"", DistinctTextDeltaLength, DistinctTextDictionary} {
+		cfg := testParquetConfig()
+		if cfg.DistinctText != DistinctTextDeltaLength {
+			t.Fatalf("distinct_text defaults to %q", cfg.DistinctText)
 		}
-		if !slices.Contains(level, format.RLEDictionary) {
-			t.Errorf("level's encodings are %v, want RLE_DICTIONARY", level)
+		cfg.DistinctText = distinct
+		f, got := decodeParquet(t, s, encodeParquet(t, s, cfg, rows))
+		sameRows(t, got, rows)
+		for _, rg := range f.Metadata().RowGroups {
+			ids, level := rg.Columns[0].MetaData.Encoding, rg.Columns[1].MetaData.Encoding
+			delta := !slices.Contains(ids, format.RLEDictionary) && slices.Contains(ids, format.DeltaLengthByteArray)
+			if want := distinct == DistinctTextDeltaLength; delta != want {
+				t.Errorf("distinct_text %q: trace_id's encodings are %v, want DELTA_LENGTH_BYTE_ARRAY without a dictionary: %v", distinct, ids, want)
+			}
+			if !slices.Contains(level, format.RLEDictionary) {
+				t.Errorf("distinct_text %q: level's encodings are %v, want RLE_DICTIONARY", distinct, level)
+			}
 		}
 	}
 }
