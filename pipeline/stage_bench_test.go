@@ -53,11 +53,8 @@ func benchDecoder(b *testing.B) *decode.Decoder {
 	return dec
 }
 
-// benchFiles is the bench's files sink: zstd Parquet into dt=/hour= folders.
-func benchFiles(b *testing.B, dec *decode.Decoder) *sink.Sinks {
-	return benchFilesAt(b, dec, b.TempDir())
-}
-
+// benchFilesAt is the bench's files sink: zstd Parquet into dt=/hour=
+// folders under out, sorted by sortBy.
 func benchFilesAt(b *testing.B, dec *decode.Decoder, out string, sortBy ...sink.SortKey) *sink.Sinks {
 	sinks, err := sink.New(context.Background(), sink.Config{Files: &sink.FilesConfig{
 		URL: out, SpoolDir: b.TempDir(), SortBy: sortBy,
@@ -75,6 +72,8 @@ func benchFilesAt(b *testing.B, dec *decode.Decoder, out string, sortBy ...sink.
 // schema, stages them into the files sink (zstd Parquet in dt=/hour=
 // folders, the default budget of 128 MiB) and writes the batch at the end.
 // Everything the process does per record but read the network.
+// bytes/record is the size of the files written, so a change that buys CPU
+// with size shows in the same line.
 func BenchmarkWorkerHotPath(b *testing.B) {
 	dec := benchDecoder(b)
 	const n = 100_000
@@ -88,8 +87,10 @@ func BenchmarkWorkerHotPath(b *testing.B) {
 	}
 	b.SetBytes(size)
 	b.ReportAllocs()
+	var written int64
 	for b.Loop() {
-		sinks := benchFiles(b, dec)
+		out := b.TempDir()
+		sinks := benchFilesAt(b, dec, out)
 		w := &worker{
 			topic: "t", reader: &fakeLog{values: values, perFetch: int(1<<20) / 330}, decoder: dec,
 			columns: len(dec.Schema().Fields), commit: &fakeCommitter{}, sinks: sinks.All(),
@@ -104,8 +105,15 @@ func BenchmarkWorkerHotPath(b *testing.B) {
 			b.Fatalf("took %d records, want %d", got, n)
 		}
 		sinks.Close()
+		written = 0
+		for _, name := range filesUnder(b, out) {
+			if info, err := os.Stat(filepath.Join(out, name)); err == nil {
+				written += info.Size()
+			}
+		}
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+	b.ReportMetric(float64(written)/n, "bytes/record")
 }
 
 // genLog is a partition of n realistic logs made as they are fetched, in

@@ -76,6 +76,13 @@ type ParquetConfig struct {
 	// plain encoding for the rest of the row group.
 	Dictionary         *bool `yaml:"dictionary"`
 	DictionaryMaxBytes int64 `yaml:"dictionary_max_bytes"`
+	// DistinctText is how a dictionary writer encodes a string or json
+	// column whose first values are nearly all distinct (distinctText):
+	// "delta_length" (DELTA_LENGTH_BYTE_ARRAY, no dictionary) or
+	// "dictionary" (a dictionary, then PLAIN once it is full: for readers
+	// before Spark 3.3). Empty, in a layout recorded by an older version,
+	// is "dictionary", so a re-cut writes the bytes the first cut did.
+	DistinctText string `yaml:"distinct_text" json:",omitempty"`
 	// DataPageVersion 1 is what parquet-mr, pyarrow and Spark write by
 	// default, so every reader takes it.
 	DataPageVersion int `yaml:"data_page_version"`
@@ -168,6 +175,8 @@ type KafkaOutputConfig struct {
 // The allowed values of enumerated keys, in the order the docs give them.
 var (
 	ParquetCompressions = []string{"zstd", "snappy", "gzip", "none"}
+	// The values of files.parquet.distinct_text.
+	DistinctTextDeltaLength, DistinctTextDictionary = "delta_length", "dictionary"
 	// The compressions with levels: their default and their highest.
 	defaultCompressionLevels = map[string]int{"zstd": 3, "gzip": 6}
 	maxCompressionLevels     = map[string]int{"zstd": 22, "gzip": 9}
@@ -257,6 +266,7 @@ func (p *ParquetConfig) setDefaults() {
 		p.Dictionary = ptr(true)
 	}
 	confkey.Default(&p.DictionaryMaxBytes, 16<<10)
+	confkey.Default(&p.DistinctText, DistinctTextDeltaLength)
 	confkey.Default(&p.DataPageVersion, 1)
 }
 
@@ -394,6 +404,9 @@ func (p *ParquetConfig) validate() error {
 	}
 	if p.DictionaryMaxBytes < 0 {
 		return confkey.Errorf("files.parquet.dictionary_max_bytes", "must not be negative")
+	}
+	if p.DistinctText != DistinctTextDeltaLength && p.DistinctText != DistinctTextDictionary {
+		return confkey.Errorf("files.parquet.distinct_text", "%q is not one of %s, %s", p.DistinctText, DistinctTextDeltaLength, DistinctTextDictionary)
 	}
 	if p.DataPageVersion != 1 && p.DataPageVersion != 2 {
 		return confkey.Errorf("files.parquet.data_page_version", "%d is not one of 1, 2", p.DataPageVersion)

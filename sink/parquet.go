@@ -46,16 +46,21 @@ type parquetColumn struct {
 }
 
 // parquetSchema converts s to the file schema, in s's column order.
-// Dictionary encoding applies to string, json and map columns.
+// Dictionary encoding applies to string, json and map columns (a writer
+// writes text columns whose first values are distinct without one:
+// distinctText).
 func parquetSchema(s *Schema, dictionary bool) (*parquet.Schema, error) {
-	root, _, err := parquetColumns(s, dictionary)
+	root, _, err := parquetColumns(s, dictionary, nil)
 	if err != nil {
 		return nil, err
 	}
 	return parquet.NewSchema("schema", root), nil
 }
 
-func parquetColumns(s *Schema, dictionary bool) (orderedGroup, []parquetColumn, error) {
+// distinct, when not nil, marks the string and json columns (by index in
+// s) whose values are mostly distinct: they are written
+// DELTA_LENGTH_BYTE_ARRAY, without a dictionary (distinctText).
+func parquetColumns(s *Schema, dictionary bool, distinct []bool) (orderedGroup, []parquetColumn, error) {
 	if s == nil || len(s.Fields) == 0 {
 		return nil, nil, fmt.Errorf("parquet: the schema has no columns")
 	}
@@ -63,7 +68,7 @@ func parquetColumns(s *Schema, dictionary bool) (orderedGroup, []parquetColumn, 
 	cols := make([]parquetColumn, 0, len(s.Fields))
 	seen := make(map[string]bool, len(s.Fields))
 	leaf := 0
-	for _, f := range s.Fields {
+	for i, f := range s.Fields {
 		if f.Name == "" || seen[f.Name] {
 			return nil, nil, fmt.Errorf("parquet: column name %q is empty or repeated", f.Name)
 		}
@@ -79,6 +84,9 @@ func parquetColumns(s *Schema, dictionary bool) (orderedGroup, []parquetColumn, 
 		switch f.Type {
 		case String, JSON:
 			node = text()
+			if i < len(distinct) && distinct[i] {
+				node = parquet.Encoded(parquet.String(), &parquet.DeltaLengthByteArray)
+			}
 		case Int32:
 			node = parquet.Leaf(parquet.Int32Type)
 		case Int64:
@@ -172,7 +180,12 @@ func (g orderedGroup) print() string {
 // the same rows make the same pages, and the same bytes, however the caller
 // splits them.
 type ParquetWriter struct {
-	w             *parquet.Writer
+	w             *parquet.Writer // nil until the first chunk is written (open)
+	out           io.Writer
+	schema        *Schema
+	opts          []parquet.WriterOption // w's, but for its schema
+	dictionary    bool
+	deltaText     bool // distinct text columns go DELTA_LENGTH_BYTE_ARRAY (distinct_text)
 	cols          []parquetColumn
 	rowGroupBytes int64
 	rowGroupRows  int64
@@ -206,7 +219,7 @@ const writeChunkRows = 128
 // pages keeps the open row group's encoded pages: nil keeps them on the
 // heap; the Files sink puts them in its spool folder (pageSpill).
 func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig, pages parquet.BufferPool) (*ParquetWriter, error) {
-	root, cols, err := parquetColumns(s, *cfg.Dictionary)
+	_, cols, err := parquetColumns(s, *cfg.Dictionary, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +228,6 @@ func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig, pages parque
 		return nil, err
 	}
 	opts := []parquet.WriterOption{
-		parquet.NewSchema("schema", root),
 		parquet.Compression(codec),
 		parquet.MaxRowsPerRowGroup(cfg.RowGroupRows),
 		parquet.PageBufferSize(cfg.PageBytes),
@@ -231,10 +243,17 @@ func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig, pages parque
 	if pages != nil {
 		opts = append(opts, parquet.ColumnPageBuffers(pages))
 	}
-	w := parquet.NewWriter(out, opts...)
-	leaves := len(w.ColumnWriters())
+	leaves := 0
+	for _, c := range cols {
+		leaves++
+		if c.field.Type == StringMap {
+			leaves++
+		}
+	}
 	pw := &ParquetWriter{
-		w: w, cols: cols, rowGroupBytes: cfg.RowGroupBytes, rowGroupRows: max(cfg.RowGroupRows, 1),
+		out: out, schema: s, opts: opts, dictionary: *cfg.Dictionary,
+		deltaText: *cfg.Dictionary && cfg.DistinctText == DistinctTextDeltaLength,
+		cols:      cols, rowGroupBytes: cfg.RowGroupBytes, rowGroupRows: max(cfg.RowGroupRows, 1),
 		pending: make([][]parquet.Value, leaves), mark: make([]int, leaves),
 		chunkBytes: int(max(min(int64(cfg.PageBytes)/4, cfg.RowGroupBytes/16), 1)),
 		dictBytes:  make([]int, leaves), dictMaxBytes: int(cfg.DictionaryMaxBytes),
@@ -253,6 +272,58 @@ func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig, pages parque
 		}
 	}
 	return pw, nil
+}
+
+// open starts the file's parquet-go writer once the first chunk is
+// pending, choosing each text column's encoding from that chunk
+// (distinctText). The chunk ends where the rows alone say, so the same
+// rows still make the same file.
+func (pw *ParquetWriter) open() error {
+	var distinct []bool
+	if pw.deltaText {
+		distinct = make([]bool, len(pw.cols))
+		for i, c := range pw.cols {
+			if c.field.Type == String || c.field.Type == JSON {
+				distinct[i] = distinctText(pw.pending[c.leaf])
+			}
+		}
+	}
+	root, _, err := parquetColumns(pw.schema, pw.dictionary, distinct)
+	if err != nil {
+		return err
+	}
+	for i, d := range distinct {
+		if d {
+			pw.dictBytes[pw.cols[i].leaf] = -1
+		}
+	}
+	pw.w = parquet.NewWriter(pw.out, append([]parquet.WriterOption{parquet.NewSchema("schema", root)}, pw.opts...)...)
+	return nil
+}
+
+// distinctMin is how many values of a column's first chunk distinctText
+// needs to judge it: fewer say little about the rest of the file.
+const distinctMin = 64
+
+// distinctText says whether a text column's first values are all but
+// distinct (9 in 10 or more): ids, hosts, URLs with ids in them. Such a
+// column's dictionary outgrows dictionary_max_bytes and falls back to
+// PLAIN, whose 4-byte length before each value breaks the text into short
+// runs that zstd's match finder stops at: on the bench's 32-hex trace ids
+// it spent 4-8x the CPU of the same text laid end to end, for a page 8 %
+// larger. DELTA_LENGTH_BYTE_ARRAY keeps the lengths apart from the text
+// (BENCHMARKS.md).
+func distinctText(vals []parquet.Value) bool {
+	seen := make(map[string]struct{}, len(vals))
+	n := 0
+	for _, v := range vals {
+		if v.IsNull() {
+			continue
+		}
+		n++
+		seen[unsafe.String(unsafe.SliceData(v.ByteArray()), len(v.ByteArray()))] = struct{}{}
+	}
+	return n >= distinctMin && len(seen)*10 >= n*9
 }
 
 // parquetCodec is the process's codec for a compression and level: one
@@ -352,6 +423,11 @@ func (pw *ParquetWriter) writePending() error {
 	if pw.pendingRows == 0 {
 		return nil
 	}
+	if pw.w == nil {
+		if err := pw.open(); err != nil {
+			return err
+		}
+	}
 	for i, cw := range pw.w.ColumnWriters() {
 		vals := pw.pending[i]
 		if _, err := cw.WriteRowValues(vals); err != nil {
@@ -412,6 +488,11 @@ func (pw *ParquetWriter) Close() error {
 	if err := flush(); err != nil {
 		return err
 	}
+	if pw.w == nil { // no rows: the schema alone
+		if err := pw.open(); err != nil {
+			return err
+		}
+	}
 	if err := pw.w.Close(); err != nil {
 		return fmt.Errorf("parquet: %w", err)
 	}
@@ -422,6 +503,9 @@ func (pw *ParquetWriter) Close() error {
 // Close returned: what a table registers the file with, without reading
 // it back.
 func (pw *ParquetWriter) Footer() *format.FileMetaData {
+	if pw.w == nil {
+		return nil
+	}
 	if f := pw.w.File(); f != nil {
 		return f.Metadata()
 	}
@@ -431,7 +515,11 @@ func (pw *ParquetWriter) Footer() *format.FileMetaData {
 // abandon drops the file unfinished: the encoded pages it keeps, in memory
 // or spilled to the spool folder, go back now, not when the writer is
 // collected (spilled pages are files that would fill the disk meanwhile).
-func (pw *ParquetWriter) abandon() { pw.w.Reset(io.Discard) }
+func (pw *ParquetWriter) abandon() {
+	if pw.w != nil {
+		pw.w.Reset(io.Discard)
+	}
+}
 
 // appendValue adds one column's value of a row to its leaf columns. It
 // asserts the one Go type the column's type holds (goTypes), so a row

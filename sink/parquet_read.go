@@ -41,7 +41,7 @@ func readParquet(r io.ReaderAt, size int64, s *Schema) ([]Row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parquet: %w", err)
 	}
-	_, cols, err := parquetColumns(s, false)
+	_, cols, err := parquetColumns(s, false, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -377,7 +378,12 @@ func TestParquetDictionaryStaysUnderItsLimit(t *testing.T) {
 	cfg.DictionaryMaxBytes = 16 << 10
 	rows := make([]Row, 20000)
 	for i := range rows {
+		// The first chunk repeats (so the column starts with a dictionary,
+		// see TestParquetDistinctTextHasNoDictionary), the rest does not.
 		rows[i] = Row{fmt.Sprintf("%032x", i*7919)}
+		if i < writeChunkRows {
+			rows[i] = Row{fmt.Sprintf("%032x", i%4)}
+		}
 	}
 	f, got := decodeParquet(t, s, encodeParquet(t, s, cfg, rows))
 	sameRows(t, got, rows)
@@ -394,6 +400,42 @@ func TestParquetDictionaryStaysUnderItsLimit(t *testing.T) {
 	// 32-byte values: the limit and a chunk of rows past it at most.
 	if n, most := d.Len(), (int(cfg.DictionaryMaxBytes)+cfg.PageBytes/4)/32; n > most {
 		t.Errorf("the dictionary holds %d values (%d bytes), the limit is %d bytes", n, 32*n, cfg.DictionaryMaxBytes)
+	}
+}
+
+// A text column whose first values are all distinct (ids) is written
+// DELTA_LENGTH_BYTE_ARRAY with no dictionary, so zstd sees its text end to
+// end; one that repeats (a level) keeps its dictionary; both read back the
+// same. Before distinctText, the ids were RLE_DICTIONARY then PLAIN.
+func TestParquetDistinctTextHasNoDictionary(t *testing.T) {
+	s := &Schema{Fields: []Field{{Name: "trace_id", Type: String}, {Name: "level", Type: String, Required: true}}}
+	rows := make([]Row, 5000)
+	for i := range rows {
+		rows[i] = Row{fmt.Sprintf("%016x%016x", uint64(i)*0x9E3779B97F4A7C15, uint64(i)), []string{"INFO", "WARN", "ERROR"}[i%3]}
+		if i%50 == 0 {
+			rows[i][0] = nil
+		}
+	}
+	// distinct_text: its default; dictionary; and empty, as in a layout
+	// an older version recorded, whose re-cut must write what it wrote.
+	for _, distinct := range []string{"", DistinctTextDeltaLength, DistinctTextDictionary} {
+		cfg := testParquetConfig()
+		if cfg.DistinctText != DistinctTextDeltaLength {
+			t.Fatalf("distinct_text defaults to %q", cfg.DistinctText)
+		}
+		cfg.DistinctText = distinct
+		f, got := decodeParquet(t, s, encodeParquet(t, s, cfg, rows))
+		sameRows(t, got, rows)
+		for _, rg := range f.Metadata().RowGroups {
+			ids, level := rg.Columns[0].MetaData.Encoding, rg.Columns[1].MetaData.Encoding
+			delta := !slices.Contains(ids, format.RLEDictionary) && slices.Contains(ids, format.DeltaLengthByteArray)
+			if want := distinct == DistinctTextDeltaLength; delta != want {
+				t.Errorf("distinct_text %q: trace_id's encodings are %v, want DELTA_LENGTH_BYTE_ARRAY without a dictionary: %v", distinct, ids, want)
+			}
+			if !slices.Contains(level, format.RLEDictionary) {
+				t.Errorf("distinct_text %q: level's encodings are %v, want RLE_DICTIONARY", distinct, level)
+			}
+		}
 	}
 }
 
