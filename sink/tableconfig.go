@@ -123,6 +123,14 @@ func (c *IcebergConfig) setDefaults() {
 	if c.Upkeep.OrphanMinAge == nil {
 		c.Upkeep.OrphanMinAge = new(24 * time.Hour)
 	}
+	// A table's readers are engines with vectorized Parquet readers of
+	// their own; Iceberg's read DELTA_LENGTH_BYTE_ARRAY only since 2026
+	// (apache/iceberg#15362), so a table's distinct text keeps its
+	// dictionary unless asked (sinks.iceberg.parquet.distinct_text).
+	if c.Parquet == nil {
+		c.Parquet = &ParquetConfig{}
+	}
+	confkey.Default(&c.Parquet.DistinctText, DistinctTextDictionary)
 	dataFileDefaults(&c.MaxFileBytes, &c.TargetFileBytes, &c.SpoolDir, &c.Parquet, &c.S3, &c.File)
 	for i := range c.PartitionBy {
 		confkey.Default(&c.PartitionBy[i].Transform, "identity")

@@ -70,3 +70,23 @@ func TestTableSortByNamesAnOrderedColumn(t *testing.T) {
 		t.Errorf("the data files sort by %+v, want service desc nulls last", keys)
 	}
 }
+
+// TestTableDistinctTextKeepsItsDictionary: the files sink writes nearly
+// distinct text DELTA_LENGTH_BYTE_ARRAY by default, a table keeps the
+// dictionary its engines' vectorized readers take (Iceberg's read the
+// delta encoding only since 2026); either is the user's to choose.
+func TestTableDistinctTextKeepsItsDictionary(t *testing.T) {
+	files := Config{Files: &FilesConfig{URL: "file:///x"}, Iceberg: &IcebergConfig{Table: "logs.raw"}}
+	files.SetDefaults()
+	if got := files.Files.Parquet.DistinctText; got != DistinctTextDeltaLength {
+		t.Errorf("sinks.files.parquet.distinct_text defaults to %q, want %q", got, DistinctTextDeltaLength)
+	}
+	if got := files.Iceberg.Parquet.DistinctText; got != DistinctTextDictionary {
+		t.Errorf("sinks.iceberg.parquet.distinct_text defaults to %q, want %q", got, DistinctTextDictionary)
+	}
+	asked := Config{Iceberg: &IcebergConfig{Table: "logs.raw", Parquet: &ParquetConfig{DistinctText: DistinctTextDeltaLength}}}
+	asked.SetDefaults()
+	if got := asked.Iceberg.Parquet.DistinctText; got != DistinctTextDeltaLength {
+		t.Errorf("sinks.iceberg.parquet.distinct_text: delta_length became %q", got)
+	}
+}
