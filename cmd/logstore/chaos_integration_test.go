@@ -201,7 +201,9 @@ func poisonRecord(t *testing.T) []byte {
 // CHAOS_FLOOD (malformed records in the flood), CHAOS_BUDGET (the members'
 // memory_budget, 16 MiB) and CHAOS_SEED size it;
 // CHAOS_OUTPUTS=table,kafka runs exactly once without the files sink
-// (the table is the resume store); CHAOS_PLAN replays a plan (kinds separated by commas, e.g. kill,kill);
+// (the table is the resume store), CHAOS_OUTPUTS=files,table the files
+// and the table without Kafka (members killed at the table's and the
+// files' steps); CHAOS_PLAN replays a plan (kinds separated by commas, e.g. kill,kill);
 // CHAOS_LOGS=dir keeps every member process's log there; a stall prints
 // the coordinator's and the members' lines around it;
 // scripts/chaos/run.sh runs the long version. The disk-full fault mounts a
@@ -216,13 +218,20 @@ func TestChaos(t *testing.T) {
 	exactlyOnce := os.Getenv("CHAOS_EXACTLY_ONCE") != ""
 	// CHAOS_OUTPUTS=table,kafka leaves the files sink out: the table is
 	// then the resume store beside exactly-once Kafka.
-	withoutFiles := false
+	withoutFiles, withTable := false, exactlyOnce
 	switch outputs := os.Getenv("CHAOS_OUTPUTS"); outputs {
 	case "", "files,table,kafka":
 	case "table,kafka":
-		withoutFiles, exactlyOnce = true, true
+		withoutFiles, exactlyOnce, withTable = true, true, true
+	case "files,table":
+		// The table at least once beside the files, no Kafka output: the
+		// partition reads on while its batch waits for the snapshot.
+		if exactlyOnce {
+			t.Fatal("CHAOS_OUTPUTS=files,table has no Kafka output: unset CHAOS_EXACTLY_ONCE")
+		}
+		withTable = true
 	default:
-		t.Fatalf("CHAOS_OUTPUTS=%q: choose files,table,kafka (the default under CHAOS_EXACTLY_ONCE) or table,kafka", outputs)
+		t.Fatalf("CHAOS_OUTPUTS=%q: choose files,table,kafka (the default under CHAOS_EXACTLY_ONCE), table,kafka or files,table", outputs)
 	}
 	seed := uint64(envInt("CHAOS_SEED", int(time.Now().UnixNano()%1e9)))
 	rng := rand.New(rand.NewPCG(seed, 1))
@@ -250,8 +259,12 @@ func TestChaos(t *testing.T) {
 	// Failpoints draw from a generator of their own: the plan and its
 	// timing stay what the seed made them before failpoints came.
 	failpoints := func() string { return "" }
-	if exactlyOnce {
-		failpoints = failpointCycle(rand.New(rand.NewPCG(seed, 2)))
+	steps := chaosFailpoints
+	if !exactlyOnce {
+		steps = tableFailpoints
+	}
+	if withTable {
+		failpoints = failpointCycle(rand.New(rand.NewPCG(seed, 2)), steps)
 	}
 	t.Logf("chaos: %d records and a flood of %d malformed, %d records/s per member, seed %d, plan %v", n, flood, rate, seed, plan)
 
@@ -289,6 +302,8 @@ func TestChaos(t *testing.T) {
 		// transaction_timeout later.
 		text = strings.Replace(text, "dead_letter:\n  files: true\n", fmt.Sprintf(
 			"  kafka: {topic: %s, delivery: exactly_once, transaction_timeout: 5s}\ndead_letter:\n  files: true\n  topic: %s\n", outTopic, dlqTopic), 1)
+	}
+	if withTable {
 		// And to an Iceberg table: its catalog a SQLite file every member
 		// shares, its data and metadata in the bucket behind the proxy.
 		catalog, table = filepath.Join(t.TempDir(), "catalog.db"), "logs."+strings.ReplaceAll(topic, "-", "_")
@@ -519,6 +534,10 @@ func TestChaos(t *testing.T) {
 	if exactlyOnce {
 		good, bad := sourcePositions(n, partitions, badEvery, poisonAt, !withoutFiles, odd)
 		checkExactlyOnceOutputs(t, topic, outTopic, dlqTopic, catalog, table, goodStats, good, bad, fired, append(members, visitors...))
+	} else if withTable {
+		checkTable(t, catalog, table, goodStats)
+		checkFailpointsMet(t, fired, steps)
+		t.Logf("the table at least once beside the files: killed at failpoints %v", fired)
 	}
 	if midRun < (len(plan)+1)/2 {
 		t.Errorf("only %d of %d faults landed before the topic was read: they prove little (lower CHAOS_RATE)", midRun, len(plan))
@@ -602,10 +621,16 @@ func withGroupStopped(t *testing.T, group string, members []*chaosMember, failpo
 // whole but not ended, and ended before the resume record.
 var chaosFailpoints = []string{sink.FailTableFiles, sink.FailTableCommitted, sink.FailDelivered, sink.FailInTxn, sink.FailTxnEnding, sink.FailTxnCommitted}
 
-// failpointCycle returns chaosFailpoints in a seeded order, again and
-// again, each as NAME:N for the first or second time the point is passed.
-func failpointCycle(rng *rand.Rand) func() string {
-	order := slices.Clone(chaosFailpoints)
+// tableFailpoints are the steps a member beside a table without Kafka is
+// killed at: its cut mark committed, the table's data files stored (the
+// partition reading on), the snapshot committed, and every sink holding
+// the batch before its offset is committed.
+var tableFailpoints = []string{sink.FailMarked, sink.FailTableFiles, sink.FailTableCommitted, sink.FailDelivered}
+
+// failpointCycle returns steps in a seeded order, again and again, each
+// as NAME:N for the first or second time the point is passed.
+func failpointCycle(rng *rand.Rand, steps []string) func() string {
+	order := slices.Clone(steps)
 	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	next := 0
 	return func() string {
@@ -746,20 +771,7 @@ func checkExactlyOnceOutputs(t *testing.T, topic, outTopic, dlqTopic, catalog, t
 	checkTable(t, catalog, table, goodStats)
 	rows := checkOnceInKafka(t, topic, outTopic, good, "row")
 	letters := checkOnceInKafka(t, topic, dlqTopic, bad, "dead letter")
-	// A member given a failpoint may be stopped (a kill, the group's
-	// restart) before it reaches it; seeds differ in which, so a run must
-	// meet half the steps, and the log says which it missed.
-	var missed []string
-	for _, fp := range chaosFailpoints {
-		if fired[fp] == 0 {
-			missed = append(missed, fp)
-		}
-	}
-	if len(missed) > len(chaosFailpoints)/2 {
-		t.Errorf("no member was killed at failpoints %v (fired: %v): the run met too few steps of the protocols", missed, fired)
-	} else if len(missed) > 0 {
-		t.Logf("note: no member reached failpoints %v this run (a kill or the group's restart came first)", missed)
-	}
+	checkFailpointsMet(t, fired, chaosFailpoints)
 	var logs strings.Builder
 	for _, m := range members {
 		logs.WriteString(m.logs())
@@ -768,4 +780,22 @@ func checkExactlyOnceOutputs(t *testing.T, topic, outTopic, dlqTopic, catalog, t
 		"%d transactions retried, %d fenced by a rebalance, %d waits for a dead member's transaction",
 		rows, letters, fired, strings.Count(logs.String(), "in a transaction failed; retrying"),
 		strings.Count(logs.String(), "fenced by the group"), strings.Count(logs.String(), "the open transaction ended"))
+}
+
+// checkFailpointsMet: a member given a failpoint may be stopped (a kill,
+// the group's restart) before it reaches it; seeds differ in which, so a
+// run must meet half the steps, and the log says which it missed.
+func checkFailpointsMet(t *testing.T, fired map[string]int, steps []string) {
+	t.Helper()
+	var missed []string
+	for _, fp := range steps {
+		if fired[fp] == 0 {
+			missed = append(missed, fp)
+		}
+	}
+	if len(missed) > len(steps)/2 {
+		t.Errorf("no member was killed at failpoints %v (fired: %v): the run met too few steps of the protocols", missed, fired)
+	} else if len(missed) > 0 {
+		t.Logf("note: no member reached failpoints %v this run (a kill or the group's restart came first)", missed)
+	}
 }
