@@ -36,13 +36,23 @@ func init() {
 	}
 }
 
-// s3Stores keeps one store per bucket and settings: iceberg-go asks for an
+// s3Stores keeps the last store per bucket and place: iceberg-go asks for an
 // IO at every table load and commit, and each store loads the AWS config.
-var s3Stores sync.Map // s3StoreKey -> *sink.S3Store
+// A REST catalog may vend new temporary credentials at every table load:
+// a store made with other credentials replaces the last, so the map keeps
+// one per place however long the job runs.
+var s3Stores = struct {
+	sync.Mutex
+	m map[s3Place]s3Cached
+}{m: map[s3Place]s3Cached{}}
 
-type s3StoreKey struct {
-	bucket, endpoint, region, accessKey, secret, token string
-	pathStyle                                          string
+type s3Place struct{ bucket, endpoint, region, pathStyle string }
+
+type s3Creds struct{ accessKey, secret, token string }
+
+type s3Cached struct {
+	creds s3Creds
+	store *sink.S3Store
 }
 
 // openS3IO is the scheme's factory: the table's properties (the catalog's,
@@ -57,27 +67,31 @@ func openS3IO(ctx context.Context, parsed *url.URL, props map[string]string) (ic
 	if parsed.Host == "" {
 		return nil, fmt.Errorf("iceberg: table location %q names no bucket", parsed.String())
 	}
-	k := s3StoreKey{
+	k := s3Place{
 		bucket:    parsed.Host,
 		endpoint:  props[icebergio.S3EndpointURL],
 		region:    cmpOr(props[icebergio.S3Region], props[icebergio.S3ClientRegion]),
+		pathStyle: props[icebergio.S3ForceVirtualAddressing],
+	}
+	c := s3Creds{
 		accessKey: props[icebergio.S3AccessKeyID],
 		secret:    props[icebergio.S3SecretAccessKey],
 		token:     props[icebergio.S3SessionToken],
-		pathStyle: props[icebergio.S3ForceVirtualAddressing],
 	}
-	if k.accessKey == "" && (k.secret != "" || k.token != "") {
+	if c.accessKey == "" && (c.secret != "" || c.token != "") {
 		return nil, fmt.Errorf("iceberg: %s or %s set without %s", icebergio.S3SecretAccessKey, icebergio.S3SessionToken, icebergio.S3AccessKeyID)
 	}
-	if st, ok := s3Stores.Load(k); ok {
-		return &s3IO{store: st.(*sink.S3Store)}, nil
+	s3Stores.Lock()
+	defer s3Stores.Unlock()
+	if got, ok := s3Stores.m[k]; ok && got.creds == c {
+		return &s3IO{store: got.store}, nil
 	}
 	cfg := sink.S3Config{
 		Endpoint:        k.endpoint,
 		Region:          k.region,
-		AccessKeyID:     k.accessKey,
-		SecretAccessKey: secret.Secret(k.secret),
-		SessionToken:    secret.Secret(k.token),
+		AccessKeyID:     c.accessKey,
+		SecretAccessKey: secret.Secret(c.secret),
+		SessionToken:    secret.Secret(c.token),
 	}
 	if k.pathStyle != "" {
 		virtual, err := strconv.ParseBool(k.pathStyle)
@@ -91,8 +105,8 @@ func openS3IO(ctx context.Context, parsed *url.URL, props map[string]string) (ic
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: table files in s3://%s: %w", k.bucket, err)
 	}
-	got, _ := s3Stores.LoadOrStore(k, st)
-	return &s3IO{store: got.(*sink.S3Store)}, nil
+	s3Stores.m[k] = s3Cached{creds: c, store: st}
+	return &s3IO{store: st}, nil
 }
 
 func cmpOr(a, b string) string {
