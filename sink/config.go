@@ -119,6 +119,9 @@ type S3Config struct {
 	// secret is redacted wherever the config is printed or logged.
 	AccessKeyID     string        `yaml:"access_key_id"`
 	SecretAccessKey secret.Secret `yaml:"secret_access_key"`
+	// SessionToken goes with temporary credentials a REST catalog vends
+	// for a table (s3.session-token); there is no key for it in the file.
+	SessionToken secret.Secret `yaml:"-"`
 	// PreflightTimeout is how long the preflight check rides out an S3
 	// that does not answer (connection errors, 5xx, throttling) before the
 	// start fails; a missing bucket or bad credentials fail at once.

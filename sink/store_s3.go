@@ -28,6 +28,18 @@ import (
 // parquetContentType is Parquet's registered media type.
 const parquetContentType = "application/vnd.apache.parquet"
 
+// contentTypeOf is the object's media type: the table's metadata and
+// manifests go through this store too (sink/iceberg's S3 IO).
+func contentTypeOf(key string) string {
+	switch {
+	case strings.HasSuffix(key, ".parquet"):
+		return parquetContentType
+	case strings.HasSuffix(key, ".json"):
+		return "application/json"
+	}
+	return "application/octet-stream"
+}
+
 // S3Store keeps files as objects in one bucket. A file up to part_bytes goes
 // in one PutObject, a larger one as a multipart upload; either way the
 // object appears whole or not at all, and a second Put of the same key
@@ -64,7 +76,7 @@ func NewS3Store(ctx context.Context, bucket string, cfg *S3Config) (*S3Store, er
 	}
 	if cfg.AccessKeyID != "" {
 		opts = append(opts, config.WithCredentialsProvider(
-			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey.Reveal(), "")))
+			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey.Reveal(), cfg.SessionToken.Reveal())))
 	}
 	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
@@ -162,7 +174,7 @@ func (s *S3Store) putObject(ctx context.Context, key string, body io.ReadSeeker,
 		Key:                  &key,
 		Body:                 body,
 		ContentLength:        aws.Int64(size),
-		ContentType:          aws.String(parquetContentType),
+		ContentType:          aws.String(contentTypeOf(key)),
 		ChecksumAlgorithm:    s.checksum(),
 		ServerSideEncryption: sse,
 		SSEKMSKeyId:          kms,
@@ -182,7 +194,7 @@ func (s *S3Store) putMultipart(ctx context.Context, key string, body io.ReaderAt
 	created, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
 		Bucket:               &s.bucket,
 		Key:                  &key,
-		ContentType:          aws.String(parquetContentType),
+		ContentType:          aws.String(contentTypeOf(key)),
 		ChecksumAlgorithm:    s.checksum(),
 		ServerSideEncryption: sse,
 		SSEKMSKeyId:          kms,

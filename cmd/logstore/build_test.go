@@ -67,3 +67,20 @@ func TestBuildWithoutTheTableLinksNoIceberg(t *testing.T) {
 		t.Error("the default build does not link the table sink")
 	}
 }
+
+// TestTableBuildReachesS3WithoutGocloud: the default build's table reads
+// and writes s3:// through the files sink's own S3 store (sink/iceberg's
+// S3 IO), not iceberg-go's gocloud layer, whose gocloud.dev and
+// google.golang.org/api (a 50 MiB zip for a few error types) every first
+// build downloaded.
+func TestTableBuildReachesS3WithoutGocloud(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, p := range []string{"gocloud.dev", "google.golang.org/api", "github.com/apache/iceberg-go/io/gocloud"} {
+		if strings.Contains(string(out), p) {
+			t.Errorf("the default build links %s", p)
+		}
+	}
+}

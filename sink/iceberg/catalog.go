@@ -15,7 +15,6 @@ import (
 	_ "github.com/apache/iceberg-go/catalog/rest" // registers type rest
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	icebergio "github.com/apache/iceberg-go/io"
-	_ "github.com/apache/iceberg-go/io/gocloud/s3" // s3:// table locations
 	"github.com/apache/iceberg-go/table"
 	_ "modernc.org/sqlite" // the sql catalog's SQLite, pure Go
 
