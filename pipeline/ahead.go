@@ -36,7 +36,8 @@ type aheadBatch struct {
 	scratch *decode.Scratch
 	done    chan error
 	err     error
-	joined  bool // err came from done
+	joined  bool               // err came from done
+	cancel  context.CancelFunc // ends the commit: the worker ended on an error
 }
 
 // errRefusedAhead is the brokers refusing rows of a batch ahead for their
@@ -50,11 +51,13 @@ func (e *errRefusedAhead) Unwrap() error { return e.err }
 // handOff starts the commit of the delivered batch cut at last and opens
 // the next batch.
 func (w *worker) handOff(ctx context.Context, last int64) {
-	p := &aheadBatch{b: w.batch, last: last, rows: w.rows.handOver(), scratch: w.scratch, done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(ctx)
+	p := &aheadBatch{b: w.batch, last: last, rows: w.rows.handOver(), scratch: w.scratch, done: make(chan error, 1), cancel: cancel}
 	w.scratch, w.spare = w.spare, nil
 	w.batch = openBatch{first: last + 1, opened: time.Now()}
 	w.ahead = p
 	go func() {
+		defer cancel()
 		err := w.commitAhead(ctx, &p.b, last)
 		if err == nil {
 			w.aheadCommitted(p)
@@ -138,14 +141,17 @@ func (w *worker) join(ctx context.Context, again bool) error {
 }
 
 // dropAhead lets go of a batch ahead that was never committed (the worker
-// ends on an error): its budget and storage; the next owner reads it again
-// from the last commit.
+// ends on an error): its commit is ended (a commit retried through an
+// outage would otherwise hold the worker's end, and the job's, until the
+// job's context ends), then its budget and storage; the next owner reads
+// it again from the last commit.
 func (w *worker) dropAhead() {
 	p := w.ahead
 	if p == nil {
 		return
 	}
 	if !p.joined {
+		p.cancel()
 		p.err, p.joined = <-p.done, true
 	}
 	if p.err != nil {

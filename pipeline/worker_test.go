@@ -313,3 +313,41 @@ func TestWorkerPacedBatchHonoursMaxAge(t *testing.T) {
 		t.Errorf("batches %v, commits %v: a paced fetch must cut its batch every max_age (100 ms)", s.batches, c.calls)
 	}
 }
+
+// blockingTable is a table whose snapshot (the Write after WriteFiles)
+// waits until its context ends: a catalog that does not answer.
+type blockingTable struct{ fakeSink }
+
+func (b *blockingTable) Commits() sink.CommitWay { return sink.CommitsBySnapshot }
+func (b *blockingTable) TablePosition(context.Context, string, int) (sink.TablePosition, bool, error) {
+	return sink.TablePosition{}, false, nil
+}
+func (b *blockingTable) WriteFiles(context.Context, *sink.Batch) (bool, error) { return false, nil }
+func (b *blockingTable) Write(ctx context.Context, _ *sink.Batch) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestWorkerEndingOnAnErrorEndsItsBatchInTheCycle: the batch ahead's
+// snapshot waits on an unanswering catalog while the partition reads on
+// and meets a record on_error: fail stops at. The worker must end with
+// that error, ending the batch ahead's commit (the next owner reads it
+// again), not wait for the commit: the job ends its partitions' contexts
+// only once a worker has returned.
+func TestWorkerEndingOnAnErrorEndsItsBatchInTheCycle(t *testing.T) {
+	w, _, _, _ := testWorker(t, &fakeLog{values: logValues(10, []int64{5}, nil), perFetch: 10}, 3, "fail")
+	w.sinks = []sink.Sink{&blockingTable{}}
+	done := make(chan error, 1)
+	go func() { done <- w.run(context.Background(), position{Offset: 0, Cut: -1}) }()
+	select {
+	case err := <-done:
+		if !errors.As(err, new(errFatal)) {
+			t.Errorf("the worker ended with %v, want on_error: fail's error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker did not end: it waits for the commit of the batch in the cycle")
+	}
+	if used := w.budget.inUse(); used != 0 {
+		t.Errorf("%d bytes of the budget still held", used)
+	}
+}
