@@ -26,6 +26,13 @@
 //  4. commit next, with the commit's time "at:<Unix ms>" as metadata
 //     (committime.go; read as no mark, as the empty metadata before it).
 //
+// Where a batch's commit waits for the member's commit cycle (an
+// exactly-once transaction, a table's snapshot), the steps after its files
+// run beside the partition's reading (ahead.go): the worker reads, decodes
+// and holds its next batch meanwhile, and starts step 2 for it only once
+// the batch ahead is committed, so the steps still run one batch of a
+// partition at a time.
+//
 // The invariant: the committed offset moves past a record only after every
 // sink holds it, and while a cut mark is committed the batch from first is
 // cut at exactly last again, with the layout the mark records, so a re-run
