@@ -83,6 +83,12 @@ type ParquetConfig struct {
 	// before Spark 3.3). Empty, in a layout recorded by an older version,
 	// is "dictionary", so a re-cut writes the bytes the first cut did.
 	DistinctText string `yaml:"distinct_text" json:",omitempty"`
+	// FewIntegers has a dictionary writer encode an int32 or int64 column
+	// whose first values repeat (fewIntegers: a status code, the Kafka
+	// partition) with a dictionary, as parquet-mr encodes every column.
+	// Not a setting: true once defaulted, and false in a layout an older
+	// version recorded, so a re-cut writes the bytes the first cut did.
+	FewIntegers bool `yaml:"-" json:",omitempty"`
 	// DataPageVersion 1 is what parquet-mr, pyarrow and Spark write by
 	// default, so every reader takes it.
 	DataPageVersion int `yaml:"data_page_version"`
@@ -270,6 +276,7 @@ func (p *ParquetConfig) setDefaults() {
 	}
 	confkey.Default(&p.DictionaryMaxBytes, 16<<10)
 	confkey.Default(&p.DistinctText, DistinctTextDeltaLength)
+	p.FewIntegers = true
 	confkey.Default(&p.DataPageVersion, 1)
 }
 

@@ -47,8 +47,9 @@ type parquetColumn struct {
 
 // parquetSchema converts s to the file schema, in s's column order.
 // Dictionary encoding applies to string, json and map columns (a writer
-// writes text columns whose first values are distinct without one:
-// distinctText).
+// writes text columns whose first values are distinct without one,
+// distinctText, and integer columns whose first values repeat with one,
+// fewIntegers).
 func parquetSchema(s *Schema, dictionary bool) (*parquet.Schema, error) {
 	root, _, err := parquetColumns(s, dictionary, nil)
 	if err != nil {
@@ -57,10 +58,12 @@ func parquetSchema(s *Schema, dictionary bool) (*parquet.Schema, error) {
 	return parquet.NewSchema("schema", root), nil
 }
 
-// distinct, when not nil, marks the string and json columns (by index in
-// s) whose values are mostly distinct: they are written
-// DELTA_LENGTH_BYTE_ARRAY, without a dictionary (distinctText).
-func parquetColumns(s *Schema, dictionary bool, distinct []bool) (orderedGroup, []parquetColumn, error) {
+// chosen, when not nil, is what the writer chose for some columns (by
+// index in s) from their first values (ParquetWriter.open): string and
+// json columns whose values are mostly distinct are written
+// DELTA_LENGTH_BYTE_ARRAY, without a dictionary (distinctText); integer
+// columns whose values repeat, with one (fewIntegers).
+func parquetColumns(s *Schema, dictionary bool, chosen []bool) (orderedGroup, []parquetColumn, error) {
 	if s == nil || len(s.Fields) == 0 {
 		return nil, nil, fmt.Errorf("parquet: the schema has no columns")
 	}
@@ -84,13 +87,17 @@ func parquetColumns(s *Schema, dictionary bool, distinct []bool) (orderedGroup, 
 		switch f.Type {
 		case String, JSON:
 			node = text()
-			if i < len(distinct) && distinct[i] {
+			if i < len(chosen) && chosen[i] {
 				node = parquet.Encoded(parquet.String(), &parquet.DeltaLengthByteArray)
 			}
-		case Int32:
+		case Int32, Int64:
 			node = parquet.Leaf(parquet.Int32Type)
-		case Int64:
-			node = parquet.Leaf(parquet.Int64Type)
+			if f.Type == Int64 {
+				node = parquet.Leaf(parquet.Int64Type)
+			}
+			if i < len(chosen) && chosen[i] {
+				node = parquet.Encoded(node, &parquet.RLEDictionary)
+			}
 		case Float32:
 			node = parquet.Leaf(parquet.FloatType)
 		case Float64:
@@ -186,6 +193,7 @@ type ParquetWriter struct {
 	opts          []parquet.WriterOption // w's, but for its schema
 	dictionary    bool
 	deltaText     bool // distinct text columns go DELTA_LENGTH_BYTE_ARRAY (distinct_text)
+	fewIntegers   bool // integer columns of a few values get a dictionary (FewIntegers)
 	cols          []parquetColumn
 	rowGroupBytes int64
 	rowGroupRows  int64
@@ -252,8 +260,9 @@ func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig, pages parque
 	}
 	pw := &ParquetWriter{
 		out: out, schema: s, opts: opts, dictionary: *cfg.Dictionary,
-		deltaText: *cfg.Dictionary && cfg.DistinctText == DistinctTextDeltaLength,
-		cols:      cols, rowGroupBytes: cfg.RowGroupBytes, rowGroupRows: max(cfg.RowGroupRows, 1),
+		deltaText:   *cfg.Dictionary && cfg.DistinctText == DistinctTextDeltaLength,
+		fewIntegers: *cfg.Dictionary && cfg.FewIntegers,
+		cols:        cols, rowGroupBytes: cfg.RowGroupBytes, rowGroupRows: max(cfg.RowGroupRows, 1),
 		pending: make([][]parquet.Value, leaves), mark: make([]int, leaves),
 		chunkBytes: int(max(min(int64(cfg.PageBytes)/4, cfg.RowGroupBytes/16), 1)),
 		dictBytes:  make([]int, leaves), dictMaxBytes: int(cfg.DictionaryMaxBytes),
@@ -279,23 +288,24 @@ func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig, pages parque
 // (distinctText). The chunk ends where the rows alone say, so the same
 // rows still make the same file.
 func (pw *ParquetWriter) open() error {
-	var distinct []bool
-	if pw.deltaText {
-		distinct = make([]bool, len(pw.cols))
-		for i, c := range pw.cols {
-			if c.field.Type == String || c.field.Type == JSON {
-				distinct[i] = distinctText(pw.pending[c.leaf])
+	chosen := make([]bool, len(pw.cols))
+	for i, c := range pw.cols {
+		switch c.field.Type {
+		case String, JSON:
+			if pw.deltaText && distinctText(pw.pending[c.leaf]) {
+				chosen[i] = true
+				pw.dictBytes[c.leaf] = -1
 			}
+		case Int32, Int64:
+			// No early page for its dictionary's sake (dictBytes): it
+			// holds at most a page's worth of values, 4 or 8 bytes each,
+			// as the PLAIN page it replaces does.
+			chosen[i] = pw.fewIntegers && fewIntegers(pw.pending[c.leaf])
 		}
 	}
-	root, _, err := parquetColumns(pw.schema, pw.dictionary, distinct)
+	root, _, err := parquetColumns(pw.schema, pw.dictionary, chosen)
 	if err != nil {
 		return err
-	}
-	for i, d := range distinct {
-		if d {
-			pw.dictBytes[pw.cols[i].leaf] = -1
-		}
 	}
 	pw.w = parquet.NewWriter(pw.out, append([]parquet.WriterOption{parquet.NewSchema("schema", root)}, pw.opts...)...)
 	return nil
@@ -314,16 +324,33 @@ const distinctMin = 64
 // larger. DELTA_LENGTH_BYTE_ARRAY keeps the lengths apart from the text
 // (BENCHMARKS.md).
 func distinctText(vals []parquet.Value) bool {
-	seen := make(map[string]struct{}, len(vals))
-	n := 0
-	for _, v := range vals {
-		if v.IsNull() {
+	n, distinct := countDistinct(vals, func(v *parquet.Value) string {
+		return unsafe.String(unsafe.SliceData(v.ByteArray()), len(v.ByteArray()))
+	})
+	return n >= distinctMin && distinct*10 >= n*9
+}
+
+// fewIntegers says whether an integer column's first values repeat: 64
+// of them at least, a fifth as many distinct or fewer (a status code, the
+// Kafka partition, a count). Their dictionary's indexes take zstd less
+// time than their plain values, and the file fewer bytes; a column of
+// timestamps or offsets stays PLAIN.
+func fewIntegers(vals []parquet.Value) bool {
+	n, distinct := countDistinct(vals, (*parquet.Value).Int64)
+	return n >= distinctMin && distinct*5 <= n
+}
+
+// countDistinct counts vals but nulls, and their distinct keys.
+func countDistinct[K comparable](vals []parquet.Value, key func(*parquet.Value) K) (n, distinct int) {
+	seen := make(map[K]struct{}, len(vals))
+	for i := range vals {
+		if vals[i].IsNull() {
 			continue
 		}
 		n++
-		seen[unsafe.String(unsafe.SliceData(v.ByteArray()), len(v.ByteArray()))] = struct{}{}
+		seen[key(&vals[i])] = struct{}{}
 	}
-	return n >= distinctMin && len(seen)*10 >= n*9
+	return n, len(seen)
 }
 
 // parquetCodec is the process's codec for a compression and level: one

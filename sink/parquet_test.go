@@ -439,6 +439,38 @@ func TestParquetDistinctTextHasNoDictionary(t *testing.T) {
 	}
 }
 
+// An integer column whose first values repeat (a status code, the Kafka
+// partition) is written with a dictionary; one of distinct values (an
+// offset) stays PLAIN; all read back the same. A layout an older version
+// recorded (FewIntegers false) writes them all PLAIN, as it did.
+func TestParquetFewIntegersHaveADictionary(t *testing.T) {
+	s := &Schema{Fields: []Field{{Name: "status", Type: Int32, Required: true}, {Name: "offset", Type: Int64, Required: true}, {Name: "retries", Type: Int64}}}
+	rows := make([]Row, 5000)
+	for i := range rows {
+		rows[i] = Row{[]int32{200, 201, 404, 500, 503}[i*7%5], int64(1_000_000 + i), int64(i % 3)}
+		if i%10 == 0 {
+			rows[i][2] = nil
+		}
+	}
+	for _, few := range []bool{true, false} {
+		cfg := testParquetConfig()
+		if !cfg.FewIntegers {
+			t.Fatal("FewIntegers is not on by default")
+		}
+		cfg.FewIntegers = few
+		f, got := decodeParquet(t, s, encodeParquet(t, s, cfg, rows))
+		sameRows(t, got, rows)
+		for _, rg := range f.Metadata().RowGroups {
+			for i, want := range []bool{few, false, few} {
+				encodings := rg.Columns[i].MetaData.Encoding
+				if dict := slices.Contains(encodings, format.RLEDictionary); dict != want {
+					t.Errorf("FewIntegers %v: %s's encodings are %v, want RLE_DICTIONARY: %v", few, s.Fields[i].Name, encodings, want)
+				}
+			}
+		}
+	}
+}
+
 // A map's entries are written in key order whatever order Go iterates it
 // in, small maps (insertion sort) and large ones alike: the same row always
 // makes the same bytes.
