@@ -71,8 +71,9 @@ type ParquetConfig struct {
 	RowGroupRows  int64 `yaml:"row_group_rows"`
 	RowGroupBytes int64 `yaml:"row_group_bytes"`
 	PageBytes     int   `yaml:"page_bytes"`
-	// Dictionary encodes string, json and map columns with a dictionary;
-	// a column whose dictionary outgrows DictionaryMaxBytes falls back to
+	// Dictionary encodes string, json and map columns with a dictionary,
+	// and integer columns of a few values (FewIntegers); a column whose
+	// dictionary outgrows DictionaryMaxBytes falls back to
 	// plain encoding for the rest of the row group.
 	Dictionary         *bool `yaml:"dictionary"`
 	DictionaryMaxBytes int64 `yaml:"dictionary_max_bytes"`
