@@ -9,21 +9,23 @@ import (
 	"github.com/logstore/logstore/sink"
 )
 
-// With sinks.kafka.delivery: exactly_once a batch is committed in the
-// member's next commit cycle: its rows, dead letters and next offset in
-// one transaction, then the table's snapshot and the files' record. The
-// cycle gathers the member's partitions, so a batch may wait for it. The
-// partition does not: once the batch is delivered (its files written), its
-// commit goes on in a goroutine of its own while the worker reads, decodes
-// and holds the next batch, within the memory budget, which the batch in
-// the cycle keeps until it is committed.
+// A batch may wait for the member's next commit cycle: with
+// sinks.kafka.delivery: exactly_once its rows, dead letters and next
+// offset go in the member's transaction (then the table's snapshot and the
+// files' record); beside a table that is the last output, in the table's
+// next snapshot (sinks.commit_interval). The cycle gathers the member's
+// partitions. The partition does not wait with it: once the batch's files
+// are written, the rest of its commit (commitAhead) goes on in a goroutine
+// of its own while the worker reads, decodes and holds the next batch,
+// within the memory budget, which the batch in the cycle keeps until it is
+// committed.
 //
 // One batch is ahead at a time. The next one is cut no earlier than the
 // batch ahead is committed (cutBatch joins it first): its cut mark, its
 // files' record and its transaction's offset would otherwise reach the
-// group or the files before the batch ahead's transaction, and a stop
-// between the two would start the partition past rows the Kafka output
-// does not hold. What overlaps the cycle is reading, never committing.
+// group or the files before the batch ahead's transaction or snapshot,
+// and a stop between the two would start the partition past rows an
+// output does not hold. What overlaps the cycle is reading, never committing.
 
 // aheadBatch is a delivered batch whose commit runs while the worker
 // reads on.
