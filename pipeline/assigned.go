@@ -10,6 +10,7 @@ import (
 
 	"github.com/logstore/logstore/internal/clock"
 	"github.com/logstore/logstore/pipeline/group"
+	"github.com/logstore/logstore/pipeline/worker"
 )
 
 // partitionSet is the member's partitions and their workers, across
@@ -27,7 +28,7 @@ type partitionSet struct {
 	ctx     context.Context // the run's; ends at the job's stop
 	mode    Mode
 	targets map[string]map[int]int64
-	commit  committer
+	commit  worker.Committer
 	done    func() // ends the run: --until now and every partition reached, or a fatal error
 
 	mu      sync.Mutex
@@ -65,7 +66,7 @@ func (s *partitionSet) owns(topic string, partition int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.running[topicPartition{topic, partition}]
-	return ok && r.release.Load() != releaseLost
+	return ok && r.release.Load() != worker.ReleaseLost
 }
 
 // Assign starts the workers of the generation's new partitions. Their
@@ -95,7 +96,7 @@ func (s *partitionSet) Assign(g group.Generation) {
 		}
 		ready = make(map[topicPartition]readyWorker, len(starts))
 		for _, rw := range starts {
-			ready[topicPartition{rw.w.topic, rw.w.partition}] = rw
+			ready[topicPartition{rw.w.Topic(), rw.w.Partition()}] = rw
 		}
 	}
 	for tp, r := range runs {
@@ -124,12 +125,12 @@ func (s *partitionSet) keep(tp topicPartition, r *partitionRun, first readyWorke
 		prepared = false
 		began := time.Now()
 		if err == nil {
-			rw.w.release = &r.release
-			rw.w.progress.from(rw.pos.Offset)
+			rw.w.SetRelease(&r.release)
+			rw.progress.from(rw.pos.Offset)
 			s.j.metrics.partitionStarted()
-			err = rw.w.run(r.ctx, rw.pos)
-			rw.w.reader.Close()
-			if err == nil && rw.w.reached {
+			err = rw.w.Run(r.ctx, rw.pos)
+			rw.w.Close()
+			if err == nil && rw.w.Reached() {
 				s.markReached(tp)
 				return
 			}
@@ -137,7 +138,7 @@ func (s *partitionSet) keep(tp topicPartition, r *partitionRun, first readyWorke
 		if r.ctx.Err() != nil || err == nil {
 			return
 		}
-		if errors.As(err, new(errFatal)) {
+		if errors.As(err, new(worker.FatalError)) {
 			s.fail(err)
 			return
 		}
@@ -184,16 +185,16 @@ func heldWait(err error, backoff time.Duration) time.Duration {
 // eager, where every partition is let go at every rebalance, the moving
 // and the staying alike (the baseline, as kafka-go's ConsumerGroup did).
 func (s *partitionSet) Revoke(ps group.Assignment) {
-	how := releaseWrite
+	how := worker.ReleaseWrite
 	k := s.j.cfg.Kafka
 	if k.Revoke == RevokeHandover && k.Rebalance != RebalanceEager && s.ctx.Err() == nil {
-		how = releaseHandover
+		how = worker.ReleaseHandover
 	}
 	s.stopAll(ps, how)
 }
 
 // Lose stops the partitions without writing or committing anything.
-func (s *partitionSet) Lose(ps group.Assignment) { s.stopAll(ps, releaseLost) }
+func (s *partitionSet) Lose(ps group.Assignment) { s.stopAll(ps, worker.ReleaseLost) }
 
 func (s *partitionSet) stopAll(ps group.Assignment, how int32) {
 	var runs []*partitionRun

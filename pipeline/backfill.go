@@ -168,13 +168,3 @@ func (j *Job) saveManifest(ctx context.Context, mode Mode, m *backfillManifest) 
 	}
 	return nil
 }
-
-// plannedCut is where a backfill batch from offset from ends: the next
-// offset k·stride-1, or the range's last offset; -1 outside backfills and
-// at the range's end.
-func (w *worker) plannedCut(from int64) int64 {
-	if w.stride <= 0 || w.target < 0 || from >= w.target {
-		return -1
-	}
-	return min((from/w.stride+1)*w.stride-1, w.target-1)
-}

@@ -11,27 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logstore/logstore/internal/testkit"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
-
-// TestWorkerBackfillCutsAtOffsetsOnly: a backfill's batches end at
-// multiples of its stride whatever the fetch sizes, batch.max_age or the
-// memory budget say, so a re-run writes the same names.
-func TestWorkerBackfillCutsAtOffsetsOnly(t *testing.T) {
-	for _, perFetch := range []int{1, 4, 100} {
-		w, _, s, _ := testWorker(t, &fakeLog{values: logValues(8, nil, []int64{5}), perFetch: perFetch}, 2, "dead_letter")
-		w.stride, w.prefix = 3, "_backfill/x/"
-		w.limits.MaxAge = time.Nanosecond
-		w.budget = newBudget(1)
-		if err := w.run(context.Background(), position{Offset: 1, Cut: -1}); err != nil {
-			t.Fatal(err)
-		}
-		if got := fmt.Sprint(s.batches); got != "[1-2:2 3-5:2 6-7:2]" {
-			t.Errorf("%d per fetch: batches %s, want [1-2:2 3-5:2 6-7:2]", perFetch, got)
-		}
-	}
-}
 
 func runBackfill(t *testing.T, brokers []string, out string, maxRows int, from, to time.Time) {
 	t.Helper()
@@ -49,35 +32,22 @@ dead_letter: {files: true}
 `, strings.Join(brokers, `", "`), batch, out)
 }
 
-func filesUnder(t testing.TB, dir string) []string {
-	t.Helper()
-	var out []string
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			rel, _ := filepath.Rel(dir, p)
-			out = append(out, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	return out
-}
-
 // TestBackfillIsIdempotent: a backfill re-run (after a crash, with
 // batch.max_rows changed, with records of the range arriving late) writes
 // exactly the files of its first run, under _backfill/ where the table's
 // readers skip it, with a manifest.
 func TestBackfillIsIdempotent(t *testing.T) {
-	c := fakeCluster(t, kfake.SeedTopics(2, "logs"))
+	c := testkit.FakeCluster(t, kfake.SeedTopics(2, "logs"))
 	base := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
 	produceAt := func(n int) { produceTimed(t, c.ListenAddrs(), base, n) }
 	produceAt(3000)
 	out := t.TempDir()
 	from, to := base.Add(100*time.Second), base.Add(2900*time.Second)
 	runBackfill(t, c.ListenAddrs(), out, 500_000, from, to)
-	first := filesUnder(t, out)
+	first := testkit.FilesUnder(t, out)
 	produceAt(200) // late records with timestamps inside the range
 	runBackfill(t, c.ListenAddrs(), out, 70, from, to)
-	again := filesUnder(t, out)
+	again := testkit.FilesUnder(t, out)
 	if !slices.Equal(first, again) {
 		t.Errorf("the re-run wrote other files:\n first %v\n again %v", first, again)
 	}
@@ -121,16 +91,16 @@ func produceTimed(t *testing.T, brokers []string, base time.Time, n int) {
 // other names, every record twice (issue 26, defect 5). Its cut points
 // come from offsets alone.
 func TestBackfillWithDefaultMaxRowsIsRepeatable(t *testing.T) {
-	c := fakeCluster(t, kfake.SeedTopics(2, "logs"))
+	c := testkit.FakeCluster(t, kfake.SeedTopics(2, "logs"))
 	base := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
 	produceTimed(t, c.ListenAddrs(), base, 3000)
 	out := t.TempDir()
 	from, to := base.Add(100*time.Second), base.Add(2900*time.Second)
 	mode := Mode{From: from, To: to, Prefix: BackfillPrefix(from, to)}
 	runTestJob(t, backfillConfig(c.ListenAddrs(), out, "{max_bytes: 20000}"), mode)
-	first := filesUnder(t, out)
+	first := testkit.FilesUnder(t, out)
 	runTestJob(t, backfillConfig(c.ListenAddrs(), out, "{max_bytes: 70000, max_age: 1ms}"), mode)
-	if again := filesUnder(t, out); !slices.Equal(first, again) {
+	if again := testkit.FilesUnder(t, out); !slices.Equal(first, again) {
 		t.Errorf("the re-run wrote other names:\n first %v\n again %v", first, again)
 	}
 	raw, err := os.ReadFile(filepath.Join(out, mode.Prefix, manifestName))
@@ -147,7 +117,7 @@ func TestBackfillWithDefaultMaxRowsIsRepeatable(t *testing.T) {
 // version that chose no stride cannot be re-run under the same names; the
 // re-run says so before it writes anything.
 func TestBackfillRefusesAManifestWithoutCutPoints(t *testing.T) {
-	c := fakeCluster(t, kfake.SeedTopics(1, "logs"))
+	c := testkit.FakeCluster(t, kfake.SeedTopics(1, "logs"))
 	base := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
 	produceTimed(t, c.ListenAddrs(), base, 10)
 	out := t.TempDir()
@@ -162,7 +132,7 @@ func TestBackfillRefusesAManifestWithoutCutPoints(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "without cut points") || !strings.Contains(err.Error(), "delete "+prefix) {
 		t.Errorf("err %v: want a refusal that says to delete %s", err, prefix)
 	}
-	if files := filesUnder(t, out); len(files) != 1 {
+	if files := testkit.FilesUnder(t, out); len(files) != 1 {
 		t.Errorf("files %v: want nothing written but the old manifest", files)
 	}
 }

@@ -76,3 +76,8 @@ func (tc *typeCheck) readSize(e *ast.MappingValueNode, key string) error {
 	*slot = ast.Integer(token.New(strconv.FormatInt(n, 10), tk.Origin, tk.Position))
 	return nil
 }
+
+// MemoryLimit is the Go soft memory limit a member sets from its budget
+// unless GOMEMLIMIT says otherwise: the budget plus room for the fixed
+// costs listed in configs/reference.yaml (batch.memory_budget).
+func MemoryLimit(c BatchConfig) int64 { return c.MemoryBudget + 96<<20 }

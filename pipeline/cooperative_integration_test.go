@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/logstore/logstore/internal/testkit"
+	"github.com/logstore/logstore/pipeline/worker"
 	"github.com/logstore/logstore/sink"
 )
 
@@ -290,7 +291,7 @@ func TestGroupFailingPartitionHoldsAlone(t *testing.T) {
 	to := endOffsets(t, client, topic, partitions)
 	o := groupOptions{topic: topic, group: groupName(t, ""), follower: "on"}
 	cfg := memberConfig(t, o, "az-a")
-	record := filepath.Join(cfg.Sinks.Files.URL, resumeName(topic, broken))
+	record := filepath.Join(cfg.Sinks.Files.URL, worker.ResumeName(topic, broken))
 	if err := os.MkdirAll(filepath.Dir(record), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -1,62 +1,26 @@
-// Package pipeline is the job: it joins the consumer group, runs one worker
-// per assigned partition (reading through package fetch, decoding through
-// package decode), cuts batches, hands them to the sinks, writes dead letters
-// and keeps the commit protocol.
+// Package pipeline is the job: it joins the consumer group (package
+// group), decides where each assigned partition starts (package start),
+// runs a worker per partition (package worker: reading, decoding, cutting
+// batches and committing them through the outputs, the commit protocol),
+// opens the outputs and the dead-letter destinations, and reports
+// progress, metrics and the run's summary.
 //
-// The commit protocol, per partition. A batch starts at first, the offset
-// the group has committed, and is cut at last, the offset of its last
-// record; next is last+1.
-//
-//  1. read from first, decode, append to the open batch;
-//  2. at the flush rule (rows, bytes, age, memory budget) cut at last and
-//     commit first with the cut mark "cut:<last> layout:<fingerprint> <layout>"
-//     as metadata (generation-fenced; the mark is read and written by
-//     package start, start/mark.go);
-//  3. record in the output (the partition's resume record) that the batch
-//     first..last is being written, with its mark; write the batch to every
-//     sink under names made of topic, partition, first and last, then its
-//     dead letters, then the resume record again: the output holds it.
-//     A write cut short resumes with the first sink that lacks the batch.
-//     Sinks that stage (stage.go) take the batch's
-//     rows as they pile up, before the cut; rows a sink refuses for good
-//     become dead letters where they are staged, before any sink has them,
-//     by the row alone, so a re-cut staged in other chunks gives the same
-//     files. A re-cut stages under the layout of its mark and never waits
-//     on the memory budget;
-//  4. commit next, with the commit's time "at:<Unix ms>" as metadata
-//     (committime.go; read as no mark, as the empty metadata before it).
-//
-// Where a batch's commit waits for the member's commit cycle (an
-// exactly-once transaction, a table's snapshot), the steps after its files
-// run beside the partition's reading (ahead.go): the worker reads, decodes
-// and holds its next batch meanwhile, and starts step 2 for it only once
-// the batch ahead is committed, so the steps still run one batch of a
-// partition at a time.
-//
-// The invariant: the committed offset moves past a record only after every
-// sink holds it, and while a cut mark is committed the batch from first is
-// cut at exactly last again, with the layout the mark records, so a re-run
-// after a crash at any point writes the same records under the same names
-// (files overwrite, not duplicate).
-//
-// Several outputs, several positions. The files' resume record is written
-// once every output holds the batch, so it is where the least advanced
-// output stands. Other outputs record their own: the table its last
-// offset per partition in each snapshot's summary, the exactly-once Kafka
-// output its next offset in the group's offsets, committed in the
-// transaction that writes the batch. The rule: a partition starts at the
-// position of the LEAST advanced output, and every output skips what it
-// already holds — files by their names (a batch re-cut at its mark
-// overwrites them), the table by re-reading its positions at every commit
-// try, the Kafka output by leaving out the records before the group's
-// offset it read at the partition's start.
+// The job's rooms, from the top: this package (the config, the group
+// membership and the partitions it holds, starting partitions, replays
+// and backfills, metrics); package worker (one partition: the commit
+// protocol, the memory budget, dead letters, resume records); package
+// start (where a partition starts: facts in, a position and its reason
+// out); packages fetch and decode below them. Nothing below reaches
+// back up: the worker knows the job only through worker.Config and the
+// small interfaces it names there (Committer, ResumeStore, Metrics,
+// Progress).
 //
 // Where a partition starts is decided in one place, package start
 // (pipeline/start): it weighs the group's offset and cut mark, the files'
 // resume record, the table's position, the transactions' offsets,
 // start_offset, a backfill's range and the topic's id, and returns the
 // position with what decided it and why. The job gathers those facts
-// (offsets.go, resume.go, tableresume.go), carries out what the decision
+// (positions.go, the resume stores of package worker), carries out what the decision
 // asks and logs it once per partition start (partitionstart.go); package
 // start's comment and docs/guarantees.md list the reasons.
 package pipeline

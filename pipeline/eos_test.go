@@ -20,7 +20,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logstore/logstore/internal/testkit"
-	"github.com/logstore/logstore/pipeline/record"
 	"github.com/logstore/logstore/sink"
 	"github.com/logstore/logstore/sink/iceberg"
 )
@@ -93,7 +92,7 @@ func TestJobCommitWhoseAnswerIsLostIsNotProducedAgain(t *testing.T) {
 
 func lostCommitJob(t *testing.T, abortLost bool) {
 	const n = 100
-	c := fakeCluster(t, kfake.SeedTopics(1, "logs", "out"))
+	c := testkit.FakeCluster(t, kfake.SeedTopics(1, "logs", "out"))
 	produceN(t, c.ListenAddrs(), 0, n)
 	ctx, stop := context.WithTimeout(context.Background(), time.Minute)
 	defer stop()
@@ -171,7 +170,7 @@ func TestTableAndExactlyOnceKafkaWithoutFilesLoseNoBatch(t *testing.T) {
 // to run again.
 func tableAndKafkaStoppedBeforeEndTxn(t *testing.T, n, maxRows int) (*kfake.Cluster, string) {
 	t.Helper()
-	c := fakeCluster(t, kfake.SeedTopics(1, "logs", "out"))
+	c := testkit.FakeCluster(t, kfake.SeedTopics(1, "logs", "out"))
 	produceN(t, c.ListenAddrs(), 0, n)
 	cfg := strings.Replace(eosConfig(c.ListenAddrs(), "g", "", "out", maxRows), "sinks: {", "sinks: {"+tableConfig(t.TempDir()), 1)
 	refused := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Count: -1, Err: kerr.UnknownServerError,
@@ -220,42 +219,13 @@ func TestTableAndExactlyOnceKafkaWithoutFilesLoseNoBatchWhenOffsetsAreLost(t *te
 	}
 }
 
-// TestKafkaOutputSkipsWhatItHolds: a partition starts at its least
-// advanced output; the exactly-once Kafka output, whose position is the
-// group's offset, leaves out the rows and dead letters before it.
-func TestKafkaOutputSkipsWhatItHolds(t *testing.T) {
-	w := &worker{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	for _, o := range []int64{10, 11, 12, 13} {
-		w.batch.rows = append(w.batch.rows, sink.Row{o})
-		w.batch.sources = append(w.batch.sources, sink.Source{Offset: o})
-	}
-	w.batch.first = 10
-	w.batch.dead = []RejectedRecord{{Record: record.Record{Offset: 9}}, {Record: record.Record{Offset: 14}}}
-	for _, c := range []struct {
-		inKafka         int64
-		wantRows, wantD int
-	}{{-1, 4, 2}, {10, 4, 2}, {12, 2, 1}, {20, 0, 0}} {
-		w.inKafka = c.inKafka
-		rows, sources, dead := w.notInKafka(&w.batch)
-		if len(rows) != c.wantRows || len(sources) != c.wantRows || len(dead) != c.wantD {
-			t.Errorf("Kafka at %d: %d rows, %d sources, %d dead letters; want %d, %d, %d", c.inKafka, len(rows), len(sources), len(dead), c.wantRows, c.wantRows, c.wantD)
-		}
-		if c.wantRows > 0 && sources[0].Offset != max(10, c.inKafka) {
-			t.Errorf("Kafka at %d: the first row produced is of offset %d", c.inKafka, sources[0].Offset)
-		}
-	}
-	if len(w.batch.rows) != 4 || len(w.batch.dead) != 2 {
-		t.Errorf("the batch itself changed: %d rows, %d dead letters", len(w.batch.rows), len(w.batch.dead))
-	}
-}
-
 // TestMemberCommitsItsPartitionsInOneTransaction: with exactly_once a
 // member writes the batches its partitions have ready in one transaction
 // per commit cycle, not one per batch, and every record reaches
 // read_committed consumers once.
 func TestMemberCommitsItsPartitionsInOneTransaction(t *testing.T) {
 	const n, partitions = 1200, 12
-	c := fakeCluster(t, kfake.SeedTopics(partitions, "logs"), kfake.SeedTopics(1, "out"))
+	c := testkit.FakeCluster(t, kfake.SeedTopics(partitions, "logs"), kfake.SeedTopics(1, "out"))
 	produceN(t, c.ListenAddrs(), 0, n)
 	commits := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Observe: true, Count: -1,
 		When: func(r kmsg.Request) bool { return r.(*kmsg.EndTxnRequest).Commit }})
@@ -313,7 +283,7 @@ func tableLast(t *testing.T, dir string, partition int) int64 {
 // by whole batches.
 func TestPartitionReadsItsNextBatchWhileTheLastIsInTheCycle(t *testing.T) {
 	const n, rows = 200, 50
-	c := fakeCluster(t, kfake.SeedTopics(1, "logs", "out"))
+	c := testkit.FakeCluster(t, kfake.SeedTopics(1, "logs", "out"))
 	for from := 0; from < n; from += rows {
 		produceN(t, c.ListenAddrs(), from, rows) // one record batch each
 	}
@@ -396,7 +366,7 @@ func randomText(n int) string {
 // cycle while the partition reads on (the commit of a batch ahead).
 func TestRowsTheBrokersRefuseInACycleLeaveTheBatch(t *testing.T) {
 	const n, rows, big = 200, 50, 60
-	c := fakeCluster(t, kfake.SeedTopics(1, "logs", "out"))
+	c := testkit.FakeCluster(t, kfake.SeedTopics(1, "logs", "out"))
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
 	if err != nil {
 		t.Fatal(err)
@@ -437,7 +407,7 @@ func TestRowsTheBrokersRefuseInACycleLeaveTheBatch(t *testing.T) {
 		seen[i] += k
 	}
 	inFiles := map[int64]int{}
-	for _, f := range filesUnder(t, dir) {
+	for _, f := range testkit.FilesUnder(t, dir) {
 		if strings.HasPrefix(f, "_errors/") || !strings.HasSuffix(f, ".parquet") {
 			continue
 		}
@@ -471,7 +441,7 @@ func TestRowsTheBrokersRefuseInACycleLeaveTheBatch(t *testing.T) {
 // after). Every record is in the table once.
 func TestPartitionReadsItsNextBatchWhileTheTableCommits(t *testing.T) {
 	const n, rows = 200, 50
-	c := fakeCluster(t, kfake.SeedTopics(1, "logs"))
+	c := testkit.FakeCluster(t, kfake.SeedTopics(1, "logs"))
 	for from := 0; from < n; from += rows {
 		produceN(t, c.ListenAddrs(), from, rows) // one record batch each
 	}

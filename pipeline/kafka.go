@@ -16,6 +16,7 @@ import (
 
 	"github.com/logstore/logstore/internal/confkey"
 	"github.com/logstore/logstore/internal/kafka/conn"
+	"github.com/logstore/logstore/internal/kafka/producer"
 	"github.com/logstore/logstore/internal/mskiam"
 )
 
@@ -131,4 +132,24 @@ func saslMechanism(ctx context.Context, s SASLConfig) (sasl.Mechanism, error) {
 		return m, nil
 	}
 	return nil, confkey.Errorf("kafka.sasl.mechanism", "unknown mechanism %q", s.Mechanism)
+}
+
+// produceDial is how producers reach the cluster: the session dial of
+// package conn, so they carry the same TLS and SASL as the readers and
+// renew SASL sessions in place (KIP-368).
+func (c *Clients) produceDial() producer.DialFunc {
+	if c.Dialer == nil {
+		return nil
+	}
+	return producer.DialFunc(conn.SessionDial(c.Dialer))
+}
+
+// newProducer makes a producer to the input cluster; cfg gives the rest.
+func newProducer(conn *Clients, cfg producer.Config) (*producer.Producer, error) {
+	cfg.Brokers = conn.Brokers
+	cfg.Dial = conn.produceDial()
+	if conn.Dialer != nil {
+		cfg.ClientID = conn.Dialer.ClientID
+	}
+	return producer.New(cfg)
 }

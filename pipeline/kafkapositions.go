@@ -14,6 +14,7 @@ import (
 
 	"github.com/logstore/logstore/pipeline/fetch"
 	"github.com/logstore/logstore/pipeline/start"
+	"github.com/logstore/logstore/pipeline/worker"
 	"github.com/logstore/logstore/sink"
 )
 
@@ -26,8 +27,8 @@ const positionsSegment = "600000" // 10 minutes
 // the cluster does not have it yet (see sink/kafkapositions.go for what it
 // holds). A topic that exists is used as it is.
 func (j *Job) ensurePositionsTopic(ctx context.Context) error {
-	topic := j.eos.kafka.PositionsTopic()
-	if _, err := j.eos.kafka.Producer().Partitions(ctx, topic); err == nil {
+	topic := j.eos.Kafka.PositionsTopic()
+	if _, err := j.eos.Kafka.Producer().Partitions(ctx, topic); err == nil {
 		return nil
 	} else if !errors.Is(err, kafka.UnknownTopicOrPartition) {
 		return fmt.Errorf("sinks.kafka.positions_topic: reading metadata of %q: %w", topic, err)
@@ -66,25 +67,10 @@ func (j *Job) ensurePositionsTopic(ctx context.Context) error {
 	return nil
 }
 
-// kafkaOwn is the exactly-once Kafka output's own record of a partition
-// in its positions topic: where it stands, and the first offset of the
-// batch that took it there (nil when unknown).
-type kafkaOwn struct {
-	at   position
-	from *int64
-}
-
-func (o *kafkaOwn) position() *position {
-	if o == nil {
-		return nil
-	}
-	return &o.at
-}
-
 // lostPositions is, with exactly_once, the Kafka output's own record of
 // each partition the group has no offset for (its offsets expired or were
 // deleted), from the positions topic; nil when the group has them all.
-func (j *Job) lostPositions(ctx context.Context, positions map[string]map[int]position) (map[string]map[int]*kafkaOwn, error) {
+func (j *Job) lostPositions(ctx context.Context, positions map[string]map[int]position) (map[string]map[int]*worker.KafkaOwn, error) {
 	if j.eos == nil {
 		return nil, nil
 	}
@@ -108,9 +94,9 @@ func (j *Job) lostPositions(ctx context.Context, positions map[string]map[int]po
 // wrote it. It reads the topic to its end under read_committed, so it
 // waits, as the stable-offsets fetch does, for open transactions on it to
 // end.
-func (j *Job) kafkaPositions(ctx context.Context, want map[string][]int) (map[string]map[int]*kafkaOwn, error) {
-	topic := j.eos.kafka.PositionsTopic()
-	n, err := j.eos.kafka.Producer().Partitions(ctx, topic)
+func (j *Job) kafkaPositions(ctx context.Context, want map[string][]int) (map[string]map[int]*worker.KafkaOwn, error) {
+	topic := j.eos.Kafka.PositionsTopic()
+	n, err := j.eos.Kafka.Producer().Partitions(ctx, topic)
 	if err != nil {
 		return nil, fmt.Errorf("sinks.kafka.positions_topic %q: %w", topic, err)
 	}
@@ -121,7 +107,7 @@ func (j *Job) kafkaPositions(ctx context.Context, want map[string][]int) (map[st
 			wanted[t][p] = true
 		}
 	}
-	out := make(map[string]map[int]*kafkaOwn, len(want))
+	out := make(map[string]map[int]*worker.KafkaOwn, len(want))
 	records, found := 0, 0
 	for p := range n {
 		if err := j.readPositions(ctx, topic, p, func(t string, part int, pos sink.KafkaPosition) {
@@ -129,12 +115,12 @@ func (j *Job) kafkaPositions(ctx context.Context, want map[string][]int) (map[st
 				return
 			}
 			if out[t] == nil {
-				out[t] = make(map[int]*kafkaOwn)
+				out[t] = make(map[int]*worker.KafkaOwn)
 			}
 			if out[t][part] == nil {
 				found++
 			}
-			out[t][part] = &kafkaOwn{at: start.ParseMark(pos.Metadata).At(pos.Next), from: start.FromOf(pos.Metadata)}
+			out[t][part] = &worker.KafkaOwn{At: start.ParseMark(pos.Metadata).At(pos.Next), From: start.FromOf(pos.Metadata)}
 		}); err != nil {
 			return nil, fmt.Errorf("reading sinks.kafka.positions_topic %q, partition %d: %w", topic, p, err)
 		}

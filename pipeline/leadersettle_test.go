@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logstore/logstore/pipeline/worker"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -21,7 +22,7 @@ func afterLeadersSettle(t *testing.T, what string, limit time.Duration, list fun
 	defer cancel()
 	var out map[int]int64
 	log := slog.New(slog.DiscardHandler)
-	err := retry(ctx, log, what, func() {}, func() (err error) {
+	err := worker.Retry(ctx, log, what, func() {}, func() (err error) {
 		out, err = list(ctx)
 		return err
 	})

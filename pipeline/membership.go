@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/logstore/logstore/pipeline/group"
+	"github.com/logstore/logstore/pipeline/worker"
 	"github.com/logstore/logstore/rack"
 )
 
@@ -23,8 +24,8 @@ func (j *Job) groupMember(set *partitionSet) interface {
 			Rack: j.rack.Rack, FollowerFetching: j.follower, Assignor: k.GroupRemoteAssignor,
 			RebalanceTimeout: k.RebalanceTimeout, InitialDelay: k.initialRebalanceDelay(), Log: j.log,
 		})
-		set.commit = &memberCommitter{client: j.conn.Client, group: k.Group, member: m, owns: set.owns, wait: k.RebalanceTimeout,
-			at: func(epoch int32, _ string) committer { return epochCommitter{member: m, epoch: epoch} }}
+		set.commit = worker.NewMemberCommitter(j.conn.Client, k.Group, m, set.owns, k.RebalanceTimeout,
+			func(epoch int32, _ string) worker.Committer { return worker.NewEpochCommitter(m, epoch) })
 		return m
 	}
 	m := group.New(group.Config{
@@ -35,7 +36,7 @@ func (j *Job) groupMember(set *partitionSet) interface {
 		SessionTimeout: k.SessionTimeout, RebalanceTimeout: k.RebalanceTimeout, HeartbeatInterval: k.HeartbeatInterval,
 		Log: j.log,
 	})
-	set.commit = &memberCommitter{client: j.conn.Client, group: k.Group, member: m, owns: set.owns, wait: k.RebalanceTimeout}
+	set.commit = worker.NewMemberCommitter(j.conn.Client, k.Group, m, set.owns, k.RebalanceTimeout, nil)
 	return m
 }
 

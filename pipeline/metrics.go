@@ -15,12 +15,12 @@ import (
 	"github.com/logstore/logstore/internal/confkey"
 	"github.com/logstore/logstore/internal/kafka/producer"
 	"github.com/logstore/logstore/pipeline/fetch"
+	"github.com/logstore/logstore/pipeline/worker"
 	"github.com/logstore/logstore/rack"
-	"github.com/logstore/logstore/sink"
 )
 
 // Metrics exposes the job's counters to Prometheus. Counters are read from
-// Stats and fetch.Stats at scrape time, so the hot path only does atomic adds.
+// worker.Stats and fetch.Stats at scrape time, so the hot path only does atomic adds.
 type Metrics struct {
 	reg        *prometheus.Registry
 	rackInfo   *prometheus.GaugeVec
@@ -66,19 +66,6 @@ func (c *produceCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// Retry operations (logstore_retries_total's op) and commit steps
-// (logstore_commit_duration_seconds' step).
-const (
-	opFetch      = "fetch"
-	opCommit     = "commit"
-	opFiles      = "files"
-	opKafka      = "kafka"
-	opIceberg    = "iceberg"
-	opDeadLetter = "dead_letter"
-	stepCut      = "cut"  // the mark (c, "cut:b")
-	stepNext     = "next" // b+1
-)
-
 // NewMetrics registers the job's metrics on reg (a new registry when nil).
 func NewMetrics(reg *prometheus.Registry) *Metrics {
 	if reg == nil {
@@ -109,10 +96,10 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 	}
 	// Every label value exists from the start, so a rate() over a clean
 	// run is 0, not absent.
-	for _, op := range []string{opFetch, opCommit, opFiles, opKafka, opIceberg, opDeadLetter} {
+	for _, op := range []string{worker.OpFetch, worker.OpCommit, worker.OpFiles, worker.OpKafka, worker.OpIceberg, worker.OpDeadLetter} {
 		m.retries.WithLabelValues(op)
 	}
-	for _, step := range []string{stepCut, stepNext} {
+	for _, step := range []string{worker.StepCut, worker.StepNext} {
 		m.commit.WithLabelValues(step)
 	}
 	reg.MustRegister(m.rackInfo, m.rackMatch, m.genGauge, m.assigned, m.rebalances, m.flush, m.commit, m.retries, m.starts, m.failures, m.held, &m.partitions,
@@ -156,7 +143,7 @@ func (m *Metrics) partitionHeld(held bool) {
 }
 
 // watch exports the job's counters; readerRack decides what is same-rack.
-func (m *Metrics) watch(s *Stats, f *fetch.Stats, readerRack string) {
+func (m *Metrics) watch(s *worker.Stats, f *fetch.Stats, readerRack string) {
 	counter := func(name, help string, read func() int64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(read()) })
 	}
@@ -219,39 +206,22 @@ func (c *fetchCollector) Collect(ch chan<- prometheus.Metric) {
 
 // The worker's hooks; a nil *Metrics (workers built by tests) records nothing.
 
-func (m *Metrics) retried(op string) {
+func (m *Metrics) Retried(op string) {
 	if m != nil {
 		m.retries.WithLabelValues(op).Inc()
 	}
 }
 
-func (m *Metrics) retrier(op string) func() {
-	return func() { m.retried(op) }
-}
-
-func (m *Metrics) timeCommit(step string, start time.Time) {
+func (m *Metrics) TimeCommit(step string, start time.Time) {
 	if m != nil {
 		m.commit.WithLabelValues(step).Observe(time.Since(start).Seconds())
 	}
 }
 
-func (m *Metrics) timeFlush(sinkKind string, start time.Time) {
+func (m *Metrics) TimeFlush(kind string, start time.Time) {
 	if m != nil {
-		m.flush.WithLabelValues(sinkKind).Observe(time.Since(start).Seconds())
+		m.flush.WithLabelValues(kind).Observe(time.Since(start).Seconds())
 	}
-}
-
-// sinkKind names a sink in metrics: files, kafka, or other (tests).
-func sinkKind(s sink.Sink) string {
-	switch s.(type) {
-	case *sink.Files:
-		return opFiles
-	case *sink.Kafka:
-		return opKafka
-	case sink.TableSink:
-		return opIceberg
-	}
-	return "other"
 }
 
 // Handler serves /metrics, /healthz (alive) and /readyz (zone found, sinks

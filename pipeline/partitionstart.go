@@ -10,6 +10,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/logstore/logstore/pipeline/start"
+	"github.com/logstore/logstore/pipeline/worker"
 )
 
 // startOf is where a partition the member takes starts: package start
@@ -18,34 +19,34 @@ import (
 // asks before the partition is read — a recreated topic's record names
 // the new topic, a pending record the group is past is settled, and the
 // group takes a position that came from an output.
-func (j *Job) startOf(ctx context.Context, topic string, partition int, group position, own *kafkaOwn, from *int64, fresh int64, topicID string, commit committer) (start.Start, error) {
+func (j *Job) startOf(ctx context.Context, topic string, partition int, group position, own *worker.KafkaOwn, from *int64, fresh int64, topicID string, commit worker.Committer) (start.Start, error) {
 	if own != nil {
-		from = own.from
+		from = own.From
 	}
 	k := start.Known{
 		Topic: topic, Partition: partition, TopicID: topicID,
-		Group: group, Kafka: own.position(), KafkaFrom: from, StartOffset: fresh, StartSetting: j.cfg.Kafka.StartOffset,
+		Group: group, Kafka: own.Position(), KafkaFrom: from, StartOffset: fresh, StartSetting: j.cfg.Kafka.StartOffset,
 		Transactions: j.eos != nil, TableAfterTxn: j.eos != nil && j.cfg.Sinks.Iceberg != nil, Layout: j.layout, OnOutOfRange: j.cfg.Kafka.OnOffsetOutOfRange,
 		Log: func() (int64, int64, error) { return j.logBounds(ctx, topic, partition) },
 	}
-	var out resumeRecord
+	var out worker.ResumeRecord
 	if j.resume != nil {
 		var ok bool
 		var err error
-		if out, ok, err = j.resume.loadResume(ctx, topic, partition); err != nil {
+		if out, ok, err = j.resume.LoadResume(ctx, topic, partition); err != nil {
 			return start.Start{}, err
 		}
 		if ok {
-			if j.resume.ofEveryOutput() {
-				k.Files = out.known()
+			if j.resume.OfEveryOutput() {
+				k.Files = out.Known()
 			} else {
-				k.Table = out.known()
+				k.Table = out.Known()
 			}
 		}
 	}
 	s, err := start.Decide(k)
 	if _, stop := errors.AsType[*start.Stop](err); stop {
-		return s, errFatal{err}
+		return s, worker.FatalError{Err: err}
 	}
 	if err != nil {
 		return s, err
@@ -54,20 +55,20 @@ func (j *Job) startOf(ctx context.Context, topic string, partition int, group po
 		j.stats.OffsetResets.Add(1)
 		j.stats.LostRecords.Add(s.Lost)
 		if j.resume != nil {
-			r := resumeRecord{Topic: topic, Partition: partition, First: s.Offset, Last: s.Offset - 1, Next: s.Offset, TopicID: topicID, Written: time.Now().UTC()}
-			if err := j.resume.saveResume(ctx, r); err != nil {
+			r := worker.ResumeRecord{Topic: topic, Partition: partition, First: s.Offset, Last: s.Offset - 1, Next: s.Offset, TopicID: topicID, Written: time.Now().UTC()}
+			if err := j.resume.SaveResume(ctx, r); err != nil {
 				return s, err
 			}
 		}
 	}
 	if s.Settle {
 		out.Next, out.Mark, out.Written = out.Last+1, "", time.Now().UTC()
-		if err := j.resume.saveResume(ctx, out); err != nil {
+		if err := j.resume.SaveResume(ctx, out); err != nil {
 			return s, fmt.Errorf("settling the resume record of %s/%d (the group is past its pending cut): %w", topic, partition, err)
 		}
 	}
 	if s.Commit {
-		if err := commit.commit(ctx, topic, partition, s.Offset, ""); err != nil {
+		if err := commit.Commit(ctx, topic, partition, s.Offset, ""); err != nil {
 			return s, err
 		}
 	}
@@ -99,4 +100,12 @@ func (j *Job) logStart(ctx context.Context, topic string, partition int, s start
 	}
 	attrs = append(attrs, slog.String("by", s.By), slog.String("reason", s.Reason))
 	j.log.LogAttrs(ctx, level, "partition starts", attrs...)
+}
+
+// topicID is Kafka's id of topic, "" when the brokers keep none.
+func (j *Job) topicID(ctx context.Context, topic string) (string, error) {
+	if j.client == nil {
+		return "", nil
+	}
+	return j.client.TopicID(ctx, topic)
 }

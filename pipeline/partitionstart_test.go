@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logstore/logstore/internal/testkit"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -66,7 +67,7 @@ dead_letter: {on_error: skip}
 // new group, after the output's last batch (a warning) when the group's
 // offsets are gone, from the group's offset once it has one.
 func TestEachPartitionStartIsLoggedOnceWithItsReason(t *testing.T) {
-	c := fakeCluster(t, kfake.SeedTopics(2, "logs"))
+	c := testkit.FakeCluster(t, kfake.SeedTopics(2, "logs"))
 	out := t.TempDir()
 	produceN(t, c.ListenAddrs(), 0, 300)
 	for _, run := range []struct {

@@ -28,9 +28,9 @@ type partitionStats struct {
 	bounded    atomic.Bool
 }
 
-// A nil *partitionStats (workers built by tests) records nothing.
+// It is the worker's Progress (package worker).
 
-func (p *partitionStats) setLag(high, next int64) {
+func (p *partitionStats) SetLag(high, next int64) {
 	if p != nil && high >= 0 {
 		p.lag.Store(max(high-next, 0))
 		p.next.Store(next)
@@ -38,13 +38,13 @@ func (p *partitionStats) setLag(high, next int64) {
 	}
 }
 
-func (p *partitionStats) taken(now time.Time) {
+func (p *partitionStats) Taken(now time.Time) {
 	if p != nil {
 		p.pendingSince.CompareAndSwap(0, now.UnixNano())
 	}
 }
 
-func (p *partitionStats) committed() {
+func (p *partitionStats) Committed() {
 	if p != nil {
 		p.pendingSince.Store(0)
 	}

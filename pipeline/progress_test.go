@@ -57,8 +57,8 @@ func TestRemainingCountsToTheTarget(t *testing.T) {
 	if got := c.remaining(); got != -1 {
 		t.Errorf("nothing assigned: remaining %d, want -1", got)
 	}
-	c.stats("t", 0).aim(100).setLag(1000, 40) // replay to 100, high watermark 1000
-	c.stats("t", 1).aim(-1).setLag(50, 45)    // no target: the lag
+	c.stats("t", 0).aim(100).SetLag(1000, 40) // replay to 100, high watermark 1000
+	c.stats("t", 1).aim(-1).SetLag(50, 45)    // no target: the lag
 	c.stats("t", 2).aim(10)                   // its worker not begun yet
 	if got := c.remaining(); got != -1 {
 		t.Errorf("a partition not begun yet: remaining %d, want -1", got)
@@ -67,8 +67,8 @@ func TestRemainingCountsToTheTarget(t *testing.T) {
 	if got := c.remaining(); got != 60+5+0 {
 		t.Errorf("remaining %d, want 65", got)
 	}
-	c.stats("t", 0).setLag(1000, 100)
-	c.stats("t", 1).setLag(50, 50)
+	c.stats("t", 0).SetLag(1000, 100)
+	c.stats("t", 1).SetLag(50, 50)
 	if got := c.remaining(); got != 0 {
 		t.Errorf("every target reached: remaining %d, want 0", got)
 	}

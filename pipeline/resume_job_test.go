@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logstore/logstore/internal/testkit"
+	"github.com/logstore/logstore/pipeline/worker"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -46,7 +48,7 @@ func runTestJobErr(t *testing.T, raw string, mode Mode) error {
 }
 
 // runTestJobStats is runTestJobErr with the job's counters.
-func runTestJobStats(t *testing.T, raw string, mode Mode) (*Stats, error) {
+func runTestJobStats(t *testing.T, raw string, mode Mode) (*worker.Stats, error) {
 	t.Helper()
 	cfg, err := Parse("test.yaml", []byte(raw))
 	if err != nil {
@@ -90,7 +92,7 @@ func produceValues(t *testing.T, brokers []string, values [][]byte) {
 // batch in the output instead of at start_offset, so nothing is written
 // twice.
 func TestJobResumesFromTheOutputWithoutOffsets(t *testing.T) {
-	c := fakeCluster(t, kfake.SeedTopics(2, "logs"))
+	c := testkit.FakeCluster(t, kfake.SeedTopics(2, "logs"))
 	out := t.TempDir()
 	produceN(t, c.ListenAddrs(), 0, 300)
 	runJobOnce(t, c.ListenAddrs(), "first", out)
@@ -158,7 +160,7 @@ func filesTile(t *testing.T, out string) map[int]int64 {
 func fileRanges(t *testing.T, out string) map[int][][2]int64 {
 	t.Helper()
 	ranges := map[int][][2]int64{}
-	for _, f := range filesUnder(t, out) {
+	for _, f := range testkit.FilesUnder(t, out) {
 		var part int
 		var first, last int64
 		if _, err := fmt.Sscanf(f, "logs-%d-%d-%d.parquet", &part, &first, &last); err == nil {
@@ -179,7 +181,7 @@ func fileRanges(t *testing.T, out string) map[int][][2]int64 {
 // the topic's id: fail stops and says the topic was recreated; earliest
 // reads the new topic from its start.
 func TestRecreatedTopicIsNotResumedFromTheOldOutput(t *testing.T) {
-	c := fakeCluster(t, kfake.SeedTopics(1, "logs"))
+	c := testkit.FakeCluster(t, kfake.SeedTopics(1, "logs"))
 	out := t.TempDir()
 	config := func(group, policy string) string {
 		return fmt.Sprintf(`kafka: {brokers: ["%s"], topics: [logs], group: %s, start_offset: earliest, on_offset_out_of_range: %s}
@@ -207,7 +209,7 @@ dead_letter: {on_error: skip}
 	}
 
 	// As the error says: the old topic's files move elsewhere first.
-	for _, f := range filesUnder(t, out) {
+	for _, f := range testkit.FilesUnder(t, out) {
 		if strings.HasSuffix(f, ".parquet") {
 			os.Rename(filepath.Join(out, f), filepath.Join(t.TempDir(), "old.parquet"))
 		}
@@ -228,7 +230,7 @@ dead_letter: {on_error: skip}
 // on_offset_out_of_range: latest a recreated topic is read from its end,
 // and the new records skipped are counted in logstore_records_lost_total.
 func TestRecreatedTopicUnderLatestCountsWhatItSkips(t *testing.T) {
-	c := fakeCluster(t, kfake.SeedTopics(1, "logs"))
+	c := testkit.FakeCluster(t, kfake.SeedTopics(1, "logs"))
 	out := t.TempDir()
 	config := fmt.Sprintf(`kafka: {brokers: ["%s"], topics: [logs], group: %%s, start_offset: earliest, on_offset_out_of_range: latest}
 rack: {providers: [static]}

@@ -8,7 +8,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/logstore/logstore/internal/testkit"
 	"github.com/logstore/logstore/pipeline/start"
+	"github.com/logstore/logstore/pipeline/worker"
 )
 
 // TestPendingResumeRecordTheGroupIsPastIsSettled: a member killed after
@@ -19,19 +21,19 @@ import (
 // cut the batch again and produce it to Kafka a second time
 // (TestE2EKafkaExactlyOnceLastBatchNotProducedAgainAfterOffsetsLost).
 func TestPendingResumeRecordTheGroupIsPastIsSettled(t *testing.T) {
-	c := fakeCluster(t, kfake.SeedTopics(1, "logs"))
+	c := testkit.FakeCluster(t, kfake.SeedTopics(1, "logs"))
 	out := t.TempDir()
 	produceN(t, c.ListenAddrs(), 0, 200)
 	runJobOnce(t, c.ListenAddrs(), "first", out)
 
-	name := filepath.Join(out, filepath.FromSlash(resumeName("logs", 0)))
-	read := func() resumeRecord {
+	name := filepath.Join(out, filepath.FromSlash(worker.ResumeName("logs", 0)))
+	read := func() worker.ResumeRecord {
 		t.Helper()
 		b, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var r resumeRecord
+		var r worker.ResumeRecord
 		if err := json.Unmarshal(b, &r); err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/logstore/logstore/pipeline/fetch"
 	"github.com/logstore/logstore/pipeline/group"
 	"github.com/logstore/logstore/pipeline/start"
+	"github.com/logstore/logstore/pipeline/worker"
 	"github.com/logstore/logstore/rack"
 	"github.com/logstore/logstore/sink"
 )
@@ -43,21 +44,21 @@ type Job struct {
 	cfg      *Config
 	conn     *Clients
 	log      *slog.Logger
-	stats    *Stats
+	stats    *worker.Stats
 	fetch    *fetch.Stats
 	client   *fetch.Client // every reader's connections, across generations
 	metrics  *Metrics
 	sinks    []sink.Sink
-	dead     []deadLetterWriter
+	dead     []worker.DeadLetterWriter
 	closers  []func() error
-	budget   *budget
+	budget   *worker.Budget
 	limiter  *rate.Limiter
 	rack     rack.Result
 	follower bool
 	decoder  *decode.Decoder
-	layout   string       // the files sink's layout, recorded in cut marks
-	resume   resumeStore  // nil without a files sink
-	eos      *exactlyOnce // nil unless sinks.kafka.delivery is exactly_once
+	layout   string              // the files sink's layout, recorded in cut marks
+	resume   worker.ResumeStore  // nil without a files sink
+	eos      *worker.ExactlyOnce // nil unless sinks.kafka.delivery is exactly_once
 }
 
 // Deps are what the caller may supply instead of building from config.
@@ -80,7 +81,7 @@ func NewJob(ctx context.Context, cfg *Config, deps Deps) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &Job{cfg: cfg, conn: conn, log: log, stats: newStats(), fetch: &fetch.Stats{}, metrics: deps.Metrics, budget: newBudget(cfg.Batch.MemoryBudget)}
+	j := &Job{cfg: cfg, conn: conn, log: log, stats: worker.NewStats(), fetch: &fetch.Stats{}, metrics: deps.Metrics, budget: worker.NewBudget(cfg.Batch.MemoryBudget)}
 	if j.metrics == nil {
 		j.metrics = NewMetrics(nil)
 	}
@@ -118,7 +119,7 @@ func NewJob(ctx context.Context, cfg *Config, deps Deps) (*Job, error) {
 }
 
 // Stats is the live counters of the job.
-func (j *Job) Stats() *Stats { return j.stats }
+func (j *Job) Stats() *worker.Stats { return j.stats }
 
 // FetchStats is the live byte counts by broker rack.
 func (j *Job) FetchStats() *fetch.Stats { return j.fetch }
@@ -276,34 +277,36 @@ var ErrFencedInstance = errors.New("stopped: fenced by another member with the s
 // runPartitions runs one worker per partition until ctx ends or every
 // worker reached its target (reached says which); the first error stops
 // them all. A replay's, outside the group.
-func (j *Job) runPartitions(ctx context.Context, assigned map[string][]int, commit committer, targets map[string]map[int]int64, mode Mode) (reached bool, err error) {
+func (j *Job) runPartitions(ctx context.Context, assigned map[string][]int, commit worker.Committer, targets map[string]map[int]int64, mode Mode) (reached bool, err error) {
 	starts, err := j.prepare(ctx, assigned, commit, targets, mode)
 	if err != nil {
 		return false, err
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	for _, s := range starts {
-		s.w.progress.from(s.pos.Offset)
+		s.progress.from(s.pos.Offset)
 		g.Go(func() error {
-			defer s.w.reader.Close()
-			return s.w.run(gctx, s.pos)
+			defer s.w.Close()
+			return s.w.Run(gctx, s.pos)
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return false, err
 	}
 	for _, s := range starts {
-		if !s.w.reached {
+		if !s.w.Reached() {
 			return false, nil
 		}
 	}
 	return true, nil
 }
 
-// readyWorker is a worker and where it begins.
+// readyWorker is a worker, where it begins, and its progress in the
+// metrics.
 type readyWorker struct {
-	w   *worker
-	pos position
+	w        *worker.Worker
+	pos      position
+	progress *partitionStats
 }
 
 // prepare reads what is known of the partitions (the group's positions
@@ -311,10 +314,10 @@ type readyWorker struct {
 // where each starts (startOf) and makes its worker. Each start is logged
 // once, when every partition's is decided: a prepare that fails is tried
 // again, partition by partition.
-func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit committer, targets map[string]map[int]int64, mode Mode) ([]readyWorker, error) {
+func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit worker.Committer, targets map[string]map[int]int64, mode Mode) ([]readyWorker, error) {
 	var positions map[string]map[int]position
 	var froms map[string]map[int]*int64
-	if _, ok := commit.(noCommit); !ok {
+	if _, ok := commit.(worker.NoCommit); !ok {
 		var err error
 		if positions, froms, err = j.fetchPositions(ctx, assigned); err != nil {
 			return nil, err
@@ -328,7 +331,7 @@ func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit com
 	var starts []start.Start
 	fail := func(err error) ([]readyWorker, error) {
 		for _, s := range ready {
-			s.w.reader.Close()
+			s.w.Close()
 		}
 		return nil, err
 	}
@@ -355,17 +358,17 @@ func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit com
 			if targets != nil {
 				target = targets[topic][p]
 			}
-			w := j.newWorker(topic, p, commit, target, mode.Prefix)
-			w.topicID, w.inKafka = topicID, s.InKafka
+			c := worker.Config{Topic: topic, Partition: p, Commit: commit, Target: target, Prefix: mode.Prefix, TopicID: topicID, InKafka: s.InKafka}
 			if mode.plan != nil {
-				w.stride = mode.plan.Stride
+				c.Stride = mode.plan.Stride
 			}
-			ready = append(ready, readyWorker{w, s.Position})
+			w, progress := j.newWorker(c)
+			ready = append(ready, readyWorker{w, s.Position, progress})
 			starts = append(starts, s)
 		}
 	}
 	for i, s := range starts {
-		j.logStart(ctx, ready[i].w.topic, ready[i].w.partition, s)
+		j.logStart(ctx, ready[i].w.Topic(), ready[i].w.Partition(), s)
 	}
 	return ready, nil
 }
@@ -454,7 +457,7 @@ func (j *Job) runReplay(ctx context.Context, mode Mode) error {
 		}
 	}
 	j.metrics.ready.joined.Store(true) // no group to join: reading is ready
-	reached, err := j.runPartitions(ctx, parts, noCommit{}, targets, mode)
+	reached, err := j.runPartitions(ctx, parts, worker.NoCommit{}, targets, mode)
 	if err != nil {
 		return err
 	}
@@ -480,13 +483,15 @@ func stoppedEarly(mode Mode) error {
 	return nil
 }
 
-func (j *Job) newWorker(topic string, partition int, commit committer, target int64, prefix string) *worker {
+// newWorker makes the worker of one partition: c names the partition and
+// what is particular to this run of it, the job gives the rest. progress
+// is the partition's in the metrics.
+func (j *Job) newWorker(c worker.Config) (w *worker.Worker, progress *partitionStats) {
 	k := j.cfg.Kafka
-	log := j.log.With("topic", topic, "partition", partition)
-	reader := fetch.NewPartitionReader(fetch.ReaderConfig{
+	c.Reader = fetch.NewPartitionReader(fetch.ReaderConfig{
 		Client:            j.client,
-		Topic:             topic,
-		Partition:         partition,
+		Topic:             c.Topic,
+		Partition:         c.Partition,
 		Rack:              j.rack.Rack,
 		LeaderOnly:        !j.follower,
 		MaxBytes:          k.Fetch.MaxBytes,
@@ -495,14 +500,16 @@ func (j *Job) newWorker(topic string, partition int, commit committer, target in
 		ReplicaBackoffMax: k.Fetch.ReplicaBackoffMax,
 		Log:               j.log, // the reader names its topic and partition
 	})
-	return &worker{
-		topic: topic, partition: partition, reader: reader, decoder: j.decoder, commit: commit,
-		sinks: j.sinks, dead: j.dead, onError: j.cfg.DeadLetter.OnError, onOutOfRange: k.OnOffsetOutOfRange,
-		limits: j.cfg.Batch, budget: j.budget, limiter: j.limiter, stats: j.stats, prefix: prefix,
-		target: target, flushWait: j.cfg.Run.ShutdownTimeout, log: log, layout: j.layout, resume: j.resume, fetchMax: int64(k.Fetch.MaxBytes), eos: j.eos,
-		metrics: j.metrics, progress: j.metrics.partitions.stats(topic, partition).aim(target),
-		originals: j.cfg.Sinks.Kafka != nil && j.cfg.Sinks.Kafka.Value == "original", columns: len(j.decoder.Schema().Fields),
-	}
+	progress = j.metrics.partitions.stats(c.Topic, c.Partition).aim(c.Target)
+	c.Log = j.log.With("topic", c.Topic, "partition", c.Partition)
+	c.Decoder, c.Sinks, c.Dead, c.Layout, c.Resume, c.EOS = j.decoder, j.sinks, j.dead, j.layout, j.resume, j.eos
+	c.OnError, c.OnOutOfRange = j.cfg.DeadLetter.OnError, k.OnOffsetOutOfRange
+	c.Limits = worker.Limits{MaxRows: j.cfg.Batch.MaxRows, MaxBytes: j.cfg.Batch.MaxBytes, MaxAge: j.cfg.Batch.MaxAge}
+	c.Budget, c.Limiter, c.Stats, c.Metrics, c.Progress = j.budget, j.limiter, j.stats, j.metrics, progress
+	c.FlushWait, c.FetchMax = j.cfg.Run.ShutdownTimeout, int64(k.Fetch.MaxBytes)
+	c.Originals = j.cfg.Sinks.Kafka != nil && j.cfg.Sinks.Kafka.Value == "original"
+	c.Columns = len(j.decoder.Schema().Fields)
+	return worker.New(c), progress
 }
 
 // progress logs a line every run.progress_interval.

@@ -3,10 +3,13 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/logstore/logstore/internal/kafka/producer"
 	"github.com/logstore/logstore/pipeline/decode"
+	"github.com/logstore/logstore/pipeline/worker"
 	"github.com/logstore/logstore/rack"
 	"github.com/logstore/logstore/sink"
 )
@@ -51,53 +54,52 @@ func (j *Job) openSinks(ctx context.Context, deps Deps) error {
 	sink.OrderByCommit(j.sinks)
 	for _, s := range j.sinks {
 		if f, ok := s.(*sink.Files); ok {
-			j.layout, j.resume = f.Layout(), filesResume{f}
+			j.layout, j.resume = f.Layout(), worker.FilesResume{Files: f}
 		}
 		if k, ok := s.(*sink.Kafka); ok && k.ExactlyOnce() {
-			j.eos = &exactlyOnce{kafka: k, group: j.cfg.Kafka.Group, instance: j.cfg.Kafka.GroupInstanceID}
+			j.eos = &worker.ExactlyOnce{Kafka: k, Group: j.cfg.Kafka.Group, Instance: j.cfg.Kafka.GroupInstanceID}
 		}
 	}
 	if j.eos != nil {
 		if err := j.ensurePositionsTopic(ctx); err != nil {
 			return err
 		}
-		j.eos.own = j.kafkaPositions
+		j.eos.Own = j.kafkaPositions
 	}
 	for _, s := range j.sinks {
 		if t, ok := s.(sink.TableSink); ok && j.resume == nil {
-			j.resume = tableResume{t}
+			j.resume = worker.TableResume{Table: t}
 		}
 	}
 	if t := j.cfg.DeadLetter.Topic; t != "" && j.eos != nil {
 		// In the output's transactions, so on its producer, which creates
 		// no topics.
-		if _, err := j.eos.kafka.Producer().Partitions(ctx, t); err != nil {
+		if _, err := j.eos.Kafka.Producer().Partitions(ctx, t); err != nil {
 			return fmt.Errorf("dead_letter.topic: %q: %w (with sinks.kafka.delivery: exactly_once dead letters go in the output's transactions, and the topic must exist)", t, err)
 		}
-		j.eos.dead = &kafkaDeadLetters{p: j.eos.kafka.Producer(), topic: t, stats: j.stats, log: j.log}
-		j.dead = append(j.dead, j.eos.dead)
+		j.eos.Dead = worker.NewKafkaDeadLetters(j.eos.Kafka.Producer(), t, j.stats, j.log)
+		j.dead = append(j.dead, j.eos.Dead)
 	} else if t != "" {
-		k, err := newKafkaDeadLetters(j.conn, t, j.rack.Rack, j.produceInZone(), produced)
+		k, err := newKafkaDeadLetters(j.conn, t, j.rack.Rack, j.produceInZone(), produced, j.stats, j.log)
 		if err != nil {
 			return err
 		}
-		k.stats, k.log = j.stats, j.log
 		j.dead = append(j.dead, k)
 		j.closers = append(j.closers, k.Close)
 	}
 	if j.cfg.DeadLetter.Files && files != nil {
-		j.dead = append(j.dead, fileDeadLetters{files})
+		j.dead = append(j.dead, worker.FileDeadLetters{Files: files})
 	}
 	return nil
 }
 
 // transactionalID is the member's transactional id with
-// sinks.kafka.delivery: exactly_once (see exactlyOnce); "" without a group.
+// sinks.kafka.delivery: exactly_once (see worker.ExactlyOnce); "" without a group.
 func (j *Job) transactionalID() string {
 	if j.cfg.Kafka.Group == "" {
 		return ""
 	}
-	return transactionalID(j.cfg.Kafka.Group, j.cfg.Kafka.GroupInstanceID)
+	return worker.TransactionalID(j.cfg.Kafka.Group, j.cfg.Kafka.GroupInstanceID)
 }
 
 // produceInZone says whether producers place keyless records in the
@@ -105,4 +107,24 @@ func (j *Job) transactionalID() string {
 // the job runs rack-blind (the baseline for measurement).
 func (j *Job) produceInZone() bool {
 	return j.rack.Matched && j.cfg.Rack.Mode != rack.ModeBlind
+}
+
+// newKafkaDeadLetters produces to topic on the input cluster; keyless
+// letters go to partitions led in rack when inZone (produced counts the
+// bytes; stats the letters cut or lost, log says why).
+func newKafkaDeadLetters(conn *Clients, topic, rack string, inZone bool, produced *producer.Stats, stats *worker.Stats, log *slog.Logger) (*worker.KafkaDeadLetters, error) {
+	part := producer.Sticky
+	if inZone {
+		part = producer.RackAware
+	}
+	p, err := newProducer(conn, producer.Config{
+		Rack: rack, Partitioner: part, Stats: produced,
+		Linger: 20 * time.Millisecond,
+		// The dead-letter topic may not exist on a fresh cluster.
+		AutoCreateTopics: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dead-letter topic %s: %w", topic, err)
+	}
+	return worker.NewKafkaDeadLetters(p, topic, stats, log), nil
 }

@@ -181,7 +181,7 @@ func stopTestValue(i int) ([]byte, bool) {
 }
 
 func stopAtStep(t *testing.T, o outputs, step string, refused, lost bool) {
-	c := fakeCluster(t, kfake.SeedTopics(stopPartitions, "logs"), kfake.SeedTopics(1, "out", "dlq"))
+	c := testkit.FakeCluster(t, kfake.SeedTopics(stopPartitions, "logs"), kfake.SeedTopics(1, "out", "dlq"))
 	values := make([][]byte, stopRecords)
 	for i := range values {
 		values[i], _ = stopTestValue(i)
@@ -320,7 +320,7 @@ func deadLetterFileValues(t *testing.T, out string) map[string]int {
 		Value []byte `parquet:"value,optional"`
 	}
 	seen := map[string]int{}
-	for _, f := range filesUnder(t, out) {
+	for _, f := range testkit.FilesUnder(t, out) {
 		if !strings.HasPrefix(f, "_errors/") || !strings.HasSuffix(f, ".parquet") {
 			continue
 		}

@@ -10,7 +10,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/logstore/logstore/internal/testkit"
 	"github.com/logstore/logstore/pipeline/start"
+	"github.com/logstore/logstore/pipeline/worker"
 	"github.com/logstore/logstore/sink"
 	"github.com/logstore/logstore/sink/iceberg"
 )
@@ -34,8 +36,8 @@ func TestTableOnlyJobResumesAfterTheTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tbl.Close()
-	store := tableResume{tbl}
-	if _, ok, err := store.loadResume(ctx, "logs", 0); ok || err != nil {
+	store := worker.TableResume{Table: tbl}
+	if _, ok, err := store.LoadResume(ctx, "logs", 0); ok || err != nil {
 		t.Fatalf("an empty table: ok %v, err %v; want nothing", ok, err)
 	}
 	b := &sink.Batch{Topic: "logs", Partition: 0, First: 100, Last: 199, Schema: schema, TopicID: "id-1"}
@@ -45,7 +47,7 @@ func TestTableOnlyJobResumesAfterTheTable(t *testing.T) {
 	if err := tbl.Write(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	out, ok, err := store.loadResume(ctx, "logs", 0)
+	out, ok, err := store.LoadResume(ctx, "logs", 0)
 	if err != nil || !ok {
 		t.Fatalf("ok %v, err %v", ok, err)
 	}
@@ -62,7 +64,7 @@ func TestTableOnlyJobResumesAfterTheTable(t *testing.T) {
 		{"the pending cut committed to the table", position{Offset: 100, Cut: 199}, 200},
 		{"group ahead (batches with no rows)", position{Offset: 300, Cut: -1}, 300},
 	} {
-		if s, err := start.Decide(start.Known{Topic: "logs", Group: tc.group, Table: out.known()}); err != nil || s.Offset != tc.want {
+		if s, err := start.Decide(start.Known{Topic: "logs", Group: tc.group, Table: out.Known()}); err != nil || s.Offset != tc.want {
 			t.Errorf("%s: starts at %d (%v), want %d", tc.name, s.Offset, err, tc.want)
 		}
 	}
@@ -99,7 +101,7 @@ func tableRecords(t *testing.T, dir string) int64 {
 // or replay of a job with a table stops before reading, saying what to
 // run instead, and leaves the table as it was.
 func TestTableTakesEachRecordOnceFromAnyStart(t *testing.T) {
-	c := fakeCluster(t, kfake.SeedTopics(2, "logs"))
+	c := testkit.FakeCluster(t, kfake.SeedTopics(2, "logs"))
 	base := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
 	produceTimed(t, c.ListenAddrs(), base, 300)
 	dir := t.TempDir()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/logstore/logstore/internal/mskiam"
 	"github.com/logstore/logstore/pipeline"
+	"github.com/logstore/logstore/pipeline/worker"
 	"github.com/logstore/logstore/rack"
 )
 
@@ -244,7 +245,7 @@ func readLag(ctx context.Context, cl *kgo.Client, cfg *pipeline.Config, st *grou
 			key := fmt.Sprintf("%s/%d", t.Topic, p.Partition)
 			if c, ok := committed[key]; ok {
 				ps.Committed, ps.Mark = c.offset, pendingCut(c.metadata)
-				if at, ok := pipeline.CommitTime(c.metadata); ok {
+				if at, ok := worker.CommitTime(c.metadata); ok {
 					ps.CommittedAt = &at
 				}
 				ps.Lag = max(0, ps.End-ps.Committed)

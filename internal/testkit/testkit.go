@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -223,4 +224,30 @@ func WaitForTopic(t testing.TB, topic string, partitions int) {
 			t.Fatalf("topic %s: not every broker knows its %d partitions and their leaders 30 s after it was made", topic, partitions)
 		}
 	}
+}
+
+// FilesUnder lists the files below dir, as slash-separated paths relative
+// to it.
+func FilesUnder(t testing.TB, dir string) []string {
+	t.Helper()
+	var out []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	return out
+}
+
+// FakeCluster is an in-process Kafka (kfake), closed with the test.
+func FakeCluster(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
 }

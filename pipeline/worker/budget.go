@@ -1,0 +1,124 @@
+package worker
+
+import (
+	"container/list"
+	"context"
+	"sync"
+)
+
+// Budget is `batch.memory_budget`: the bytes a member holds for records
+// between the fetch and the sinks, across every partition. A worker
+// reserves a fetch's bytes before it fetches (franz-go's MaxBufferedBytes
+// does the same), and each record's decoded row before it keeps it; rows
+// go back when they are staged into the sinks or their batch is cut,
+// except what a sink still holds of them in memory (a sorted file's run,
+// sink.MemoryHolder), which goes back at the cut. A spent Budget pauses
+// fetching: backpressure instead of a growing heap.
+type Budget struct {
+	mu   sync.Mutex
+	size int64
+	used int64
+	// waiters are the acquires that did not fit, oldest first. A release
+	// hands bytes to those that fit now and wakes only them: with 600 idle
+	// partitions, each empty fetch's release woke every waiting worker
+	// (hundreds) to find most still do not fit, a third of an idle
+	// member's CPU.
+	waiters list.List // of *budgetWaiter
+}
+
+// budgetWaiter is one acquire waiting for n bytes; ready is closed once
+// they are its.
+type budgetWaiter struct {
+	n     int64
+	ready chan struct{}
+}
+
+func NewBudget(size int64) *Budget {
+	return &Budget{size: size}
+}
+
+// clamp lets a single record larger than the whole budget through alone;
+// callers acquire and later release the clamped amount.
+func (b *Budget) clamp(n int64) int64 { return min(n, b.size) }
+
+func (b *Budget) tryAcquire(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.size {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+// fits says n may be taken now: it fits, or nothing else is held, so one
+// oversized reservation cannot wait forever. Called with mu held.
+func (b *Budget) fits(n int64) bool { return b.used+n <= b.size || b.used == 0 }
+
+// acquire waits until n fits.
+func (b *Budget) acquire(ctx context.Context, n int64) error {
+	b.mu.Lock()
+	if b.fits(n) {
+		b.used += n
+		b.mu.Unlock()
+		return nil
+	}
+	w := &budgetWaiter{n: n, ready: make(chan struct{})}
+	e := b.waiters.PushBack(w)
+	b.mu.Unlock()
+	select {
+	case <-w.ready:
+		return nil
+	case <-ctx.Done():
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		select {
+		case <-w.ready: // granted meanwhile: give it back
+			b.used -= n
+			b.grant()
+		default:
+			b.waiters.Remove(e)
+		}
+		return ctx.Err()
+	}
+}
+
+// grant hands bytes to every waiter that fits now, oldest first, as each
+// waiter used to take them when it woke. Called with mu held.
+func (b *Budget) grant() {
+	for e := b.waiters.Front(); e != nil; {
+		next := e.Next()
+		if w := e.Value.(*budgetWaiter); b.fits(w.n) {
+			b.used += w.n
+			b.waiters.Remove(e)
+			close(w.ready)
+		}
+		e = next
+	}
+}
+
+// force takes n even past the size: for bytes that are already in memory
+// (a fetch larger than its reservation), so the next reservation waits for
+// them to go back.
+func (b *Budget) force(n int64) {
+	b.mu.Lock()
+	b.used += n
+	b.mu.Unlock()
+}
+
+func (b *Budget) release(n int64) {
+	if n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	b.used -= n
+	b.grant()
+	b.mu.Unlock()
+}
+
+// inUse is the bytes held now, for the metrics.
+func (b *Budget) inUse() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
