@@ -9,22 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logstore/logstore/internal/testkit"
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol/metadata"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 const testTopic = "logs"
-
-func newFake(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
-	t.Helper()
-	c, err := kfake.NewCluster(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
 
 type fixedResolver map[string]string
 
@@ -39,7 +30,7 @@ func (r fixedResolver) LookupHost(_ context.Context, host string) ([]string, err
 // Dialer's DialFunc and Resolver, and that a dead seed does not stop the
 // pool from finding the cluster through the others.
 func TestBrokerPoolUsesDialerSettings(t *testing.T) {
-	c := newFake(t, kfake.NumBrokers(3), kfake.SeedTopics(2, testTopic))
+	c := testkit.FakeCluster(t, kfake.NumBrokers(3), kfake.SeedTopics(2, testTopic))
 	_, port, _ := net.SplitHostPort(c.ListenAddrs()[0])
 
 	var dials atomic.Int32
@@ -90,7 +81,7 @@ func deadAddr(t *testing.T) string {
 }
 
 func TestBrokerPoolForgetsBrokersThatLeft(t *testing.T) {
-	c := newFake(t, kfake.NumBrokers(3), kfake.SeedTopics(1, testTopic))
+	c := testkit.FakeCluster(t, kfake.NumBrokers(3), kfake.SeedTopics(1, testTopic))
 	pool := newBrokerPool(kafka.DefaultDialer, c.ListenAddrs(), nil, nil)
 	defer pool.close()
 	ctx := context.Background()

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logstore/logstore/internal/testkit"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -83,7 +84,7 @@ func readGeneration(t *testing.T, client *Client, n int, from, to int64, idle in
 // per broker that a second generation of readers reuses.
 func TestClientFetchesOncePerBroker(t *testing.T) {
 	const parts, idle = 12, 5
-	c := newFake(t, kfake.NumBrokers(3), kfake.SeedTopics(parts, testTopic))
+	c := testkit.FakeCluster(t, kfake.NumBrokers(3), kfake.SeedTopics(parts, testTopic))
 	addrs := c.ListenAddrs()
 	produceSpread(t, addrs, parts, 0, 10)
 	spy := spyFetches(c)
@@ -177,7 +178,7 @@ func TestClientStartsSessionAgain(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const parts = 4
-			c := newFake(t, kfake.NumBrokers(1), kfake.SeedTopics(parts, testTopic))
+			c := testkit.FakeCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(parts, testTopic))
 			addrs := c.ListenAddrs()
 			produceSpread(t, addrs, parts, 0, 10)
 			spy := spyFetches(c)
@@ -213,7 +214,7 @@ func TestClientStartsSessionAgain(t *testing.T) {
 // TestClientReaderCloseLeavesOthers: closing one reader ends its Fetch at
 // once and takes its partition out of the session; the others read on.
 func TestClientReaderCloseLeavesOthers(t *testing.T) {
-	c := newFake(t, kfake.NumBrokers(1), kfake.SeedTopics(2, testTopic))
+	c := testkit.FakeCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(2, testTopic))
 	addrs := c.ListenAddrs()
 	spy := spyFetches(c)
 	client := NewClient(ClientConfig{Brokers: addrs, MaxWait: 2 * time.Second, Log: slog.New(slog.DiscardHandler)})
@@ -283,7 +284,7 @@ func TestClientReaderCloseLeavesOthers(t *testing.T) {
 // long poll of max_wait for the idle partitions, or a busy partition among
 // idle ones would get one fetch per max_wait.
 func TestClientBusyReaderNotHeldByLongPoll(t *testing.T) {
-	c := newFake(t, kfake.NumBrokers(1), kfake.SeedTopics(2, testTopic))
+	c := testkit.FakeCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(2, testTopic))
 	addrs := c.ListenAddrs()
 	const batches = 5
 	for i := range batches {

@@ -3,6 +3,7 @@ package fetch
 import (
 	"testing"
 
+	"github.com/logstore/logstore/internal/testkit"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -11,7 +12,7 @@ import (
 // an empty slice, a missing one nil, also as the first record of a fetch
 // (the first copy into a fresh slab).
 func TestReaderKeepsEmptyApartFromNull(t *testing.T) {
-	c := newFake(t, kfake.SeedTopics(1, testTopic))
+	c := testkit.FakeCluster(t, kfake.SeedTopics(1, testTopic))
 	empty := []byte{}
 	recs := []*kgo.Record{
 		{Key: empty, Value: empty, Headers: []kgo.RecordHeader{{Key: "e", Value: empty}, {Key: "n"}}},

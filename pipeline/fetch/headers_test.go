@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/logstore/logstore/internal/testkit"
 	"github.com/logstore/logstore/pipeline/record"
 )
 
@@ -61,7 +62,7 @@ func checkTraced(t *testing.T, msgs []record.Record, first, n int) {
 func TestReaderKeepsEmptyHeaderValuesInEveryCodec(t *testing.T) {
 	for _, tc := range everyCodec {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newFake(t, kfake.SeedTopics(1, testTopic))
+			c := testkit.FakeCluster(t, kfake.SeedTopics(1, testTopic))
 			const n = 300
 			recs := make([]*kgo.Record, n)
 			for i := range recs {

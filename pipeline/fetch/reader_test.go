@@ -32,6 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	franzplain "github.com/twmb/franz-go/pkg/sasl/plain"
 
+	"github.com/logstore/logstore/internal/testkit"
 	"github.com/logstore/logstore/pipeline/record"
 )
 
@@ -122,7 +123,7 @@ func valueRange(from, to int) []string {
 }
 
 func TestReaderReadsFromOffset(t *testing.T) {
-	c := newFake(t, kfake.SeedTopics(1, testTopic))
+	c := testkit.FakeCluster(t, kfake.SeedTopics(1, testTopic))
 	for i := 0; i < 100; i += 10 {
 		produce(t, c.ListenAddrs(), nil, numbered(i, i+10)...)
 	}
@@ -156,7 +157,7 @@ func TestReaderReadsFromOffset(t *testing.T) {
 }
 
 func TestReaderStartsAtFirstOrLastOffset(t *testing.T) {
-	c := newFake(t, kfake.SeedTopics(1, testTopic))
+	c := testkit.FakeCluster(t, kfake.SeedTopics(1, testTopic))
 	produce(t, c.ListenAddrs(), nil, numbered(0, 10)...)
 	if err := c.DeleteRecords(testTopic, 0, 4); err != nil {
 		t.Fatal(err)
@@ -189,7 +190,7 @@ var everyCodec = []struct {
 func TestReaderDecodesEveryCodec(t *testing.T) {
 	for _, tc := range everyCodec {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newFake(t, kfake.SeedTopics(1, testTopic))
+			c := testkit.FakeCluster(t, kfake.SeedTopics(1, testTopic))
 			opts := []kgo.Opt{kgo.ProducerBatchCompression(tc.codec)}
 			produce(t, c.ListenAddrs(), opts, numbered(0, 50)...)
 			produce(t, c.ListenAddrs(), opts, numbered(50, 100)...)
@@ -204,7 +205,7 @@ func TestReaderDecodesEveryCodec(t *testing.T) {
 // TestReaderTransactions writes committed, aborted and plain records around
 // transaction markers and reads them in both isolation levels.
 func TestReaderTransactions(t *testing.T) {
-	c := newFake(t, kfake.SeedTopics(1, testTopic))
+	c := testkit.FakeCluster(t, kfake.SeedTopics(1, testTopic))
 	addrs := c.ListenAddrs()
 
 	txn, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic(testTopic),
@@ -261,7 +262,7 @@ func TestReaderTransactions(t *testing.T) {
 }
 
 func TestReaderOffsetOutOfRange(t *testing.T) {
-	c := newFake(t, kfake.SeedTopics(1, testTopic))
+	c := testkit.FakeCluster(t, kfake.SeedTopics(1, testTopic))
 	produce(t, c.ListenAddrs(), nil, numbered(0, 10)...)
 	if err := c.DeleteRecords(testTopic, 0, 3); err != nil {
 		t.Fatal(err)
@@ -284,7 +285,7 @@ func TestReaderOffsetOutOfRange(t *testing.T) {
 }
 
 func TestReaderWatermarksAndOffsetForTime(t *testing.T) {
-	c := newFake(t, kfake.SeedTopics(1, testTopic))
+	c := testkit.FakeCluster(t, kfake.SeedTopics(1, testTopic))
 	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for i := range 5 {
 		produce(t, c.ListenAddrs(), nil, &kgo.Record{Value: []byte("v"), Timestamp: base.Add(time.Duration(i) * time.Minute)})
@@ -411,7 +412,7 @@ func partitionAnswer(req *kmsg.FetchRequest, fill func(*kmsg.FetchResponseTopicP
 // follower as the preferred read replica to readers that send rack "az-b".
 // kfake has no racks, so the rack itself is not checked.
 func rackCluster(t *testing.T) (c *kfake.Cluster, spy *fetchSpy, leader, follower int32) {
-	c = newFake(t, kfake.NumBrokers(3), kfake.SeedTopics(1, testTopic))
+	c = testkit.FakeCluster(t, kfake.NumBrokers(3), kfake.SeedTopics(1, testTopic))
 	leader = c.LeaderFor(testTopic, 0)
 	follower = (leader + 1) % 3
 	c.SetFollowers(testTopic, 0, []int32{follower})
@@ -554,7 +555,7 @@ func TestReaderFallsBackToLeader(t *testing.T) {
 }
 
 func TestReaderFollowsLeaderMove(t *testing.T) {
-	c := newFake(t, kfake.NumBrokers(3), kfake.SeedTopics(1, testTopic))
+	c := testkit.FakeCluster(t, kfake.NumBrokers(3), kfake.SeedTopics(1, testTopic))
 	addrs := c.ListenAddrs()
 	produce(t, addrs, nil, numbered(0, 10)...)
 	r := testReader(t, addrs, ReaderConfig{})
@@ -698,7 +699,7 @@ func TestScanBatches(t *testing.T) {
 
 func TestReaderSASLAndTLS(t *testing.T) {
 	serverTLS, clientTLS := testTLS(t)
-	c := newFake(t, kfake.SeedTopics(1, testTopic), kfake.EnableSASL(), kfake.Superuser("PLAIN", "alice", "secret"), kfake.TLS(serverTLS))
+	c := testkit.FakeCluster(t, kfake.SeedTopics(1, testTopic), kfake.EnableSASL(), kfake.Superuser("PLAIN", "alice", "secret"), kfake.TLS(serverTLS))
 	produce(t, c.ListenAddrs(), []kgo.Opt{
 		kgo.SASL(franzplain.Auth{User: "alice", Pass: "secret"}.AsMechanism()),
 		kgo.DialTLSConfig(clientTLS),
@@ -755,7 +756,7 @@ func testTLS(t *testing.T) (server, client *tls.Config) {
 }
 
 func TestReaderCloseAbortsFetch(t *testing.T) {
-	c := newFake(t, kfake.SeedTopics(1, testTopic))
+	c := testkit.FakeCluster(t, kfake.SeedTopics(1, testTopic))
 	produce(t, c.ListenAddrs(), nil, numbered(0, 1)...)
 	r := testReader(t, c.ListenAddrs(), ReaderConfig{MaxWait: 5 * time.Second})
 	readTo(t, r, 1)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logstore/logstore/internal/testkit"
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/sasl"
 	"github.com/segmentio/kafka-go/sasl/scram"
@@ -21,7 +22,7 @@ import (
 // connection at the next request after expiry).
 func TestReaderReauthenticates(t *testing.T) {
 	const lifetime = 600 * time.Millisecond
-	c := newFake(t, kfake.SeedTopics(1, testTopic), kfake.EnableSASL(),
+	c := testkit.FakeCluster(t, kfake.SeedTopics(1, testTopic), kfake.EnableSASL(),
 		kfake.Superuser("SCRAM-SHA-512", "alice", "secret"),
 		kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": "600"}))
 	auth := kgo.SASL(franzscram.Auth{User: "alice", Pass: "secret"}.AsSha512Mechanism())

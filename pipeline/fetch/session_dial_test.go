@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/logstore/logstore/internal/kafka/conn"
+	"github.com/logstore/logstore/internal/testkit"
 )
 
 // TestGroupConnectionReauthenticates: the group's coordinator connection
@@ -114,7 +115,7 @@ const lifetime = 600 * time.Millisecond
 // and a dialer for it that counts its connections and SASL exchanges.
 func shortSessions(t *testing.T) (*kfake.Cluster, *kafka.Dialer, *countingMechanism, *restartingDialer) {
 	t.Helper()
-	c := newFake(t, kfake.SeedTopics(2, testTopic), kfake.EnableSASL(),
+	c := testkit.FakeCluster(t, kfake.SeedTopics(2, testTopic), kfake.EnableSASL(),
 		kfake.Superuser("SCRAM-SHA-512", "alice", "secret"),
 		kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": fmt.Sprint(lifetime.Milliseconds())}))
 	scramMech, err := scram.Mechanism(scram.SHA512, "alice", "secret")

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logstore/logstore/internal/testkit"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -13,7 +14,7 @@ import (
 // TestTopicIDChangesWhenTheTopicIsRecreated: the id is the topic's, not
 // its name's: deleting the topic and creating it again gives another.
 func TestTopicIDChangesWhenTheTopicIsRecreated(t *testing.T) {
-	c := newFake(t, kfake.SeedTopics(1, testTopic))
+	c := testkit.FakeCluster(t, kfake.SeedTopics(1, testTopic))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	id := func() string {

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/logstore/logstore/internal/testkit"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -16,7 +17,7 @@ import (
 // reader's last epoch ends before the reader's offset, as after an unclean
 // election: the reader reports a truncated log, counted, at the divergence.
 func TestReaderDetectsTruncation(t *testing.T) {
-	c := newFake(t, kfake.NumBrokers(3), kfake.SeedTopics(1, testTopic))
+	c := testkit.FakeCluster(t, kfake.NumBrokers(3), kfake.SeedTopics(1, testTopic))
 	addrs := c.ListenAddrs()
 	var diverge atomic.Int64 // end offset to answer; 0: kfake's own answer
 	var asked atomic.Int32
