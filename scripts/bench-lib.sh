@@ -85,7 +85,6 @@ setup_flink() {
 			-DoutputDirectory="$dir/lib" >"$dir/mvn.log" 2>&1 ||
 			{
 				tail_logs "$dir/mvn.log"
-				rm -f "$dir/target/bench-flink.jar"
 				die "Maven could not build the Flink baseline; see $dir/mvn.log"
 			}
 		# The jar last: its presence says the folder is complete.

@@ -1,7 +1,6 @@
 package bench;
 
 import java.io.IOException;
-import java.io.Serializable;
 import java.time.Instant;
 import java.time.LocalDate;
 import java.util.Map;
@@ -28,6 +27,7 @@ import org.apache.flink.core.fs.Path;
 import org.apache.flink.core.io.SimpleVersionedSerializer;
 import org.apache.flink.formats.avro.typeutils.GenericRecordAvroTypeInfo;
 import org.apache.flink.formats.json.JsonDeserializationSchema;
+import org.apache.flink.formats.parquet.ParquetBuilder;
 import org.apache.flink.formats.parquet.ParquetWriterFactory;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.DeserializationFeature;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
@@ -38,7 +38,9 @@ import org.apache.flink.util.Collector;
 import org.apache.flink.util.jackson.JacksonMapperFactory;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.parquet.avro.AvroParquetWriter;
+import org.apache.parquet.hadoop.ParquetWriter;
 import org.apache.parquet.hadoop.metadata.CompressionCodecName;
+import org.apache.parquet.io.OutputFile;
 
 /**
  * The Apache Flink baseline of scripts/bench: the job logstore replaces, written
@@ -161,11 +163,14 @@ public final class Main {
         }
     }
 
-    /** flink-parquet's Avro writer with zstd at level 3, Spark's and logstore's. */
-    static final class ZstdParquet implements org.apache.flink.formats.parquet.ParquetBuilder<GenericRecord>, Serializable {
+    /**
+     * parquet-avro's writer with zstd at level 3, Spark's and logstore's:
+     * flink-parquet's ready-made AvroParquetWriters sets no codec, so it
+     * would write uncompressed pages.
+     */
+    static final class ZstdParquet implements ParquetBuilder<GenericRecord> {
         @Override
-        public org.apache.parquet.hadoop.ParquetWriter<GenericRecord> createWriter(org.apache.parquet.io.OutputFile out)
-                throws IOException {
+        public ParquetWriter<GenericRecord> createWriter(OutputFile out) throws IOException {
             org.apache.hadoop.conf.Configuration conf = new org.apache.hadoop.conf.Configuration(false);
             conf.setInt("parquet.compression.codec.zstd.level", 3);
             return AvroParquetWriter.<GenericRecord>builder(out)
