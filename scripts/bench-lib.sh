@@ -4,7 +4,7 @@
 # an output back with pyarrow. Source it after lib.sh; don't run it.
 #
 # Defines VENV and PY (the bench venv: pyspark, pyarrow, psutil) and
-# BENCH_PYSPARK_VERSION; setup_spark sets SPARK_JARS.
+# BENCH_PYSPARK_VERSION; setup_spark sets SPARK_JARS, setup_flink FLINK_CP.
 
 BENCH_PYSPARK_VERSION="${BENCH_PYSPARK_VERSION:-4.2.0}"
 VENV="$LOGSTORE_CACHE/bench-venv"
@@ -64,6 +64,33 @@ setup_spark() {
 		echo "${jars[*]}"
 	)
 	export PATH="$VENV/bin:$PATH" PYSPARK_PYTHON="$PY" PYSPARK_DRIVER_PYTHON="$PY"
+}
+
+# setup_flink builds scripts/bench_flink (the Apache Flink baseline: one
+# Main.java, Flink 2.2 from Maven) into $LOGSTORE_CACHE once per version of
+# its sources, and sets FLINK_CP, the classpath `java bench.Main` runs with.
+# The folder is named by a hash of pom.xml and Main.java, so an edit builds
+# anew and an unchanged checkout reuses the jars.
+setup_flink() {
+	need java mvn sha256sum
+	local src="$LOGSTORE_ROOT/scripts/bench_flink" hash dir
+	hash=$(cat "$src/pom.xml" "$src/src/main/java/bench/Main.java" | sha256sum | cut -c1-12)
+	dir="$LOGSTORE_CACHE/bench-flink-$hash"
+	if [[ ! -s $dir/bench-flink.jar ]]; then
+		say "building the Flink baseline (scripts/bench_flink, Flink 2.2) with Maven into $dir (once)"
+		rm -rf "$dir"
+		mkdir -p "$dir"
+		cp -r "$src/pom.xml" "$src/src" "$dir/"
+		mvn -q -B -f "$dir/pom.xml" package dependency:copy-dependencies -DincludeScope=runtime \
+			-DoutputDirectory="$dir/lib" >"$dir/mvn.log" 2>&1 ||
+			{
+				tail_logs "$dir/mvn.log"
+				die "Maven could not build the Flink baseline; see $dir/mvn.log"
+			}
+		# The jar last: its presence says the folder is complete.
+		cp "$dir/target/bench-flink.jar" "$dir/bench-flink.jar"
+	fi
+	FLINK_CP="$dir/bench-flink.jar:$dir/lib/*"
 }
 
 # measure OUT LOG CMD...: runs CMD with its output in LOG and writes
