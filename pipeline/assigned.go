@@ -96,7 +96,7 @@ func (s *partitionSet) Assign(g group.Generation) {
 		}
 		ready = make(map[topicPartition]readyWorker, len(starts))
 		for _, rw := range starts {
-			ready[topicPartition{rw.w.Topic(), rw.w.Partition()}] = rw
+			ready[topicPartition{rw.w.Topic, rw.w.Partition}] = rw
 		}
 	}
 	for tp, r := range runs {
@@ -125,7 +125,7 @@ func (s *partitionSet) keep(tp topicPartition, r *partitionRun, first readyWorke
 		prepared = false
 		began := time.Now()
 		if err == nil {
-			rw.w.SetRelease(&r.release)
+			rw.w.Release = &r.release
 			rw.progress.from(rw.pos.Offset)
 			s.j.metrics.partitionStarted()
 			err = rw.w.Run(r.ctx, rw.pos)

@@ -368,7 +368,7 @@ func (j *Job) prepare(ctx context.Context, assigned map[string][]int, commit wor
 		}
 	}
 	for i, s := range starts {
-		j.logStart(ctx, ready[i].w.Topic(), ready[i].w.Partition(), s)
+		j.logStart(ctx, ready[i].w.Topic, ready[i].w.Partition, s)
 	}
 	return ready, nil
 }

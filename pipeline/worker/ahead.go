@@ -157,7 +157,7 @@ func (w *Worker) dropAhead() {
 		p.err, p.joined = <-p.done, true
 	}
 	if p.err != nil {
-		w.budget.release(p.b.bytes)
+		w.Budget.release(p.b.bytes)
 		p.rows()
 	}
 	w.ahead = nil

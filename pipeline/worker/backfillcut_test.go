@@ -13,9 +13,9 @@ import (
 func TestWorkerBackfillCutsAtOffsetsOnly(t *testing.T) {
 	for _, perFetch := range []int{1, 4, 100} {
 		w, _, s, _ := testWorker(t, &fakeLog{values: logValues(8, nil, []int64{5}), perFetch: perFetch}, 2, "dead_letter")
-		w.stride, w.prefix = 3, "_backfill/x/"
-		w.limits.MaxAge = time.Nanosecond
-		w.budget = NewBudget(1)
+		w.Stride, w.Prefix = 3, "_backfill/x/"
+		w.Limits.MaxAge = time.Nanosecond
+		w.Budget = NewBudget(1)
 		if err := w.Run(context.Background(), position{Offset: 1, Cut: -1}); err != nil {
 			t.Fatal(err)
 		}

@@ -16,7 +16,7 @@ import (
 func TestWorkerRecutNeverWaitsOnTheBudget(t *testing.T) {
 	w, _, s, _ := testWorker(t, &fakeLog{values: logValues(6, nil, nil), perFetch: 10}, 100, "dead_letter")
 	cost := w.recordCost(&record.Record{Value: []byte(`{"n": 0}`)})
-	w.budget = NewBudget(2 * cost)
+	w.Budget = NewBudget(2 * cost)
 	// A deadlock guard, not a timing: the run ends long before.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -26,10 +26,10 @@ func TestWorkerRecutNeverWaitsOnTheBudget(t *testing.T) {
 	if fmt.Sprint(s.batches) != "[0-4:5 5-5:1]" {
 		t.Errorf("batches %v, want the re-cut 0-4 whole, then 5-5", s.batches)
 	}
-	if got := w.stats.RecutOverBudget.Load(); got != 3*cost {
+	if got := w.Stats.RecutOverBudget.Load(); got != 3*cost {
 		t.Errorf("%d bytes over budget reported, want %d (3 records)", got, 3*cost)
 	}
-	if !w.budget.tryAcquire(2 * cost) {
+	if !w.Budget.tryAcquire(2 * cost) {
 		t.Error("the budget was not given back whole")
 	}
 }
@@ -52,9 +52,9 @@ func TestDeadLetterFloodDoesNotStallTheMember(t *testing.T) {
 	var commits []*fakeCommitter
 	for _, values := range [][][]byte{logValues(n, bad, nil), logValues(n, nil, nil)} {
 		w, c, _, d := testWorker(t, &fakeLog{values: values, perFetch: 100}, 0, "dead_letter")
-		w.limits.MaxBytes = 0 // the defaults: no size limit, an age far away
-		w.budget, w.fetchMax = shared, 16<<10
-		w.sinks = []sink.Sink{&fakeStager{budget: shared}}
+		w.Limits.MaxBytes = 0 // the defaults: no size limit, an age far away
+		w.Budget, w.FetchMax = shared, 16<<10
+		w.Sinks = []sink.Sink{&fakeStager{budget: shared}}
 		workers, dead, commits = append(workers, w), append(dead, d), append(commits, c)
 	}
 	// A deadlock guard, not a timing: both runs end long before.
@@ -87,7 +87,7 @@ func TestDeadLetterFloodDoesNotStallTheMember(t *testing.T) {
 	if letters != n || len(dead[1].batches) != 0 {
 		t.Errorf("dead letters %v / %v: want every malformed record once", dead[0].batches, dead[1].batches)
 	}
-	if workers[0].stats.BudgetCuts.Load() == 0 {
+	if workers[0].Stats.BudgetCuts.Load() == 0 {
 		t.Error("the flooded partition's batch was never cut for the budget")
 	}
 	if shared.inUse() != 0 {
@@ -176,7 +176,7 @@ func TestBudgetReleaseHandsBytesOnlyToWaitersThatFit(t *testing.T) {
 // the size, as with staging sinks; the next fetch waits instead.
 func TestWorkerWhoseSinksCannotStageTakesAFetchBiggerThanTheBudget(t *testing.T) {
 	w, c, s, _ := testWorker(t, &fakeLog{values: logValues(3000, nil, nil), perFetch: 1000}, 500, "dead_letter")
-	w.budget, w.fetchMax = NewBudget(4<<10), 1<<10
+	w.Budget, w.FetchMax = NewBudget(4<<10), 1<<10
 	// A deadlock guard, not a timing: the run ends long before.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -195,7 +195,7 @@ func TestWorkerWhoseSinksCannotStageTakesAFetchBiggerThanTheBudget(t *testing.T)
 	if len(s.batches) > 300 {
 		t.Errorf("%d batches of 3000 records: cut at every few records for the fetch's bytes", len(s.batches))
 	}
-	if w.budget.inUse() != 0 {
-		t.Errorf("%d bytes of the budget still held after the run", w.budget.inUse())
+	if w.Budget.inUse() != 0 {
+		t.Errorf("%d bytes of the budget still held after the run", w.Budget.inUse())
 	}
 }

@@ -24,7 +24,7 @@ func (w *Worker) batchLayout() string {
 	if w.cut >= 0 && w.cutLayout != "" {
 		return w.cutLayout
 	}
-	return w.layout
+	return w.Layout
 }
 
 // withLayout is the worker's sinks and dead-letter writers, those that
@@ -32,13 +32,13 @@ func (w *Worker) batchLayout() string {
 // same layout gives the same sinks, so what was staged into them is there
 // when the batch is written.
 func (w *Worker) withLayout(layout string) ([]sink.Sink, []DeadLetterWriter, error) {
-	if layout == w.layout {
-		return w.sinks, w.dead, nil
+	if layout == w.Layout {
+		return w.Sinks, w.Dead, nil
 	}
 	if w.other != nil && w.other.layout == layout {
 		return w.other.sinks, w.other.dead, nil
 	}
-	sinks := slices.Clone(w.sinks)
+	sinks := slices.Clone(w.Sinks)
 	for i, s := range sinks {
 		if ls, ok := s.(layoutSink); ok {
 			f, err := ls.WithLayout(layout)
@@ -48,7 +48,7 @@ func (w *Worker) withLayout(layout string) ([]sink.Sink, []DeadLetterWriter, err
 			sinks[i] = f
 		}
 	}
-	dead := slices.Clone(w.dead)
+	dead := slices.Clone(w.Dead)
 	for i, d := range dead {
 		if fd, ok := d.(FileDeadLetters); ok {
 			f, err := fd.Files.WithLayout(layout)

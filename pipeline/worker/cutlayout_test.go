@@ -36,7 +36,7 @@ func TestWorkerRecutKeepsTheLayoutOfItsMark(t *testing.T) {
 	dir := t.TempDir()
 	old, now := filesAt(t, dir, true), filesAt(t, dir, false)
 	w, c, _, _ := testWorker(t, &fakeLog{values: logValues(4, nil, nil), perFetch: 10}, 100, "dead_letter")
-	w.sinks, w.layout = []sink.Sink{now}, now.Layout()
+	w.Sinks, w.Layout = []sink.Sink{now}, now.Layout()
 	if err := w.Run(context.Background(), position{Offset: 0, Cut: 1, Layout: old.Layout()}); err != nil {
 		t.Fatal(err)
 	}
@@ -57,13 +57,13 @@ func TestWorkerRecutStagesWithTheLayoutOfItsMark(t *testing.T) {
 	dir := t.TempDir()
 	old, now := filesAt(t, dir, true), filesAt(t, dir, false)
 	w, _, _, _ := testWorker(t, &fakeLog{values: logValues(40, nil, nil), perFetch: 5}, 0, "dead_letter")
-	w.sinks, w.layout = []sink.Sink{now}, now.Layout()
-	w.budget = NewBudget(2 * w.recordCost(&record.Record{Value: []byte(`{"n": 10}`)}))
+	w.Sinks, w.Layout = []sink.Sink{now}, now.Layout()
+	w.Budget = NewBudget(2 * w.recordCost(&record.Record{Value: []byte(`{"n": 10}`)}))
 	if err := w.Run(context.Background(), position{Offset: 0, Cut: 29, Layout: old.Layout()}); err != nil {
 		t.Fatal(err)
 	}
-	if w.stats.StagedRows.Load() < 20 {
-		t.Fatalf("%d rows staged: the test wants the re-cut staged", w.stats.StagedRows.Load())
+	if w.Stats.StagedRows.Load() < 20 {
+		t.Fatalf("%d rows staged: the test wants the re-cut staged", w.Stats.StagedRows.Load())
 	}
 	var want []string
 	for n := range 30 {

@@ -30,8 +30,8 @@ type Metrics interface {
 // The worker's hooks; a worker without metrics (tests) records nothing.
 
 func (w *Worker) retried(op string) {
-	if w.metrics != nil {
-		w.metrics.Retried(op)
+	if w.Metrics != nil {
+		w.Metrics.Retried(op)
 	}
 }
 
@@ -40,14 +40,14 @@ func (w *Worker) retrier(op string) func() {
 }
 
 func (w *Worker) timeCommit(step string, start time.Time) {
-	if w.metrics != nil {
-		w.metrics.TimeCommit(step, start)
+	if w.Metrics != nil {
+		w.Metrics.TimeCommit(step, start)
 	}
 }
 
 func (w *Worker) timeFlush(SinkKind string, start time.Time) {
-	if w.metrics != nil {
-		w.metrics.TimeFlush(SinkKind, start)
+	if w.Metrics != nil {
+		w.Metrics.TimeFlush(SinkKind, start)
 	}
 }
 

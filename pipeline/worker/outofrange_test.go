@@ -39,7 +39,7 @@ func TestWorkerOutOfRange(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w, _, s, _ := testWorker(t, &fakeLog{values: logValues(8, nil, nil), perFetch: 10, logStart: tt.logStart}, 2, "dead_letter")
-			w.onOutOfRange = tt.policy
+			w.OnOutOfRange = tt.policy
 			err := w.Run(context.Background(), tt.start)
 			if tt.wantErr != nil {
 				for _, part := range tt.wantErr {
@@ -58,10 +58,10 @@ func TestWorkerOutOfRange(t *testing.T) {
 			if fmt.Sprint(s.batches) != fmt.Sprint(tt.wantBatches) {
 				t.Errorf("batches %v, want %v", s.batches, tt.wantBatches)
 			}
-			if got := w.stats.LostRecords.Load(); got != tt.wantLost {
+			if got := w.Stats.LostRecords.Load(); got != tt.wantLost {
 				t.Errorf("lost %d, want %d", got, tt.wantLost)
 			}
-			if w.stats.OffsetResets.Load() == 0 {
+			if w.Stats.OffsetResets.Load() == 0 {
 				t.Error("the reset is not counted")
 			}
 		})

@@ -53,7 +53,7 @@ func TransactionalID(group, instance string) string {
 // inTxn says whether the worker's sink s writes in the transaction rather
 // than in deliver.
 func (w *Worker) inTxn(s sink.Sink) bool {
-	return w.eos != nil && sink.CommitWayOf(s) == sink.CommitsByTransaction
+	return w.EOS != nil && sink.CommitWayOf(s) == sink.CommitsByTransaction
 }
 
 // afterTxn says whether the worker's sink s commits after the
@@ -67,7 +67,7 @@ func (w *Worker) inTxn(s sink.Sink) bool {
 // starts at the table's (its least advanced output) and the Kafka output
 // skips what its offset says it holds.
 func (w *Worker) afterTxn(s sink.Sink) bool {
-	return w.eos != nil && sink.CommitWayOf(s) == sink.CommitsBySnapshot
+	return w.EOS != nil && sink.CommitWayOf(s) == sink.CommitsBySnapshot
 }
 
 // snapshotAfterTxn writes the batch to the sinks that commit after the
@@ -91,7 +91,7 @@ func (w *Worker) snapshotAfterTxn(ctx context.Context, b *openBatch, last int64)
 			// Every check that can refuse a row ran before the
 			// transaction; its rows are in Kafka now and cannot leave.
 			return FatalError{fmt.Errorf("%s/%d: the %s sink refused %d rows of batch %d-%d after its transaction committed them to Kafka (first: %v); "+
-				"report this with the record: a check before the transaction should have refused it", w.topic, w.partition, kind, len(refused), b.first, last, refused[0])}
+				"report this with the record: a check before the transaction should have refused it", w.Topic, w.Partition, kind, len(refused), b.first, last, refused[0])}
 		}
 		if err != nil {
 			return err
@@ -105,7 +105,7 @@ func (w *Worker) snapshotAfterTxn(ctx context.Context, b *openBatch, last int64)
 // deadInTxn says whether the dead-letter writer d writes in the
 // transaction rather than in deliver.
 func (w *Worker) deadInTxn(d DeadLetterWriter) bool {
-	return w.eos != nil && w.eos.Dead != nil && d == DeadLetterWriter(w.eos.Dead)
+	return w.EOS != nil && w.EOS.Dead != nil && d == DeadLetterWriter(w.EOS.Dead)
 }
 
 // commitNext commits the batch's next offset: with exactly_once in the
@@ -118,10 +118,10 @@ func (w *Worker) deadInTxn(d DeadLetterWriter) bool {
 // taking over continue after a batch whose rows a killed transaction took
 // away (package start: "the pending cut is in the output whole").
 func (w *Worker) commitNext(ctx context.Context, b *openBatch, last int64) error {
-	if w.eos == nil {
+	if w.EOS == nil {
 		return w.commitRetrying(ctx, last+1, "")
 	}
-	if len(b.rows) == 0 && (len(b.dead) == 0 || w.eos.Dead == nil) {
+	if len(b.rows) == 0 && (len(b.dead) == 0 || w.EOS.Dead == nil) {
 		// Nothing for Kafka (every record filtered out): a plain commit.
 		if err := w.snapshotAfterTxn(ctx, b, last); err != nil {
 			return err
@@ -133,7 +133,7 @@ func (w *Worker) commitNext(ctx context.Context, b *openBatch, last int64) error
 	}
 	if !b.transacted {
 		start := time.Now()
-		err := Retry(ctx, w.log, "writing batch "+strconv.FormatInt(b.first, 10)+"-"+strconv.FormatInt(last, 10)+" in a transaction", w.retrier(OpCommit), func() error {
+		err := Retry(ctx, w.Log, "writing batch "+strconv.FormatInt(b.first, 10)+"-"+strconv.FormatInt(last, 10)+" in a transaction", w.retrier(OpCommit), func() error {
 			return w.transact(ctx, b, last)
 		})
 		if err != nil {
@@ -172,10 +172,10 @@ func (w *Worker) transact(ctx context.Context, b *openBatch, last int64) error {
 			return nil
 		case errors.Is(err, producer.ErrTxnOutcomeUnknown):
 			b.unsure = true
-			w.log.Warn("the outcome of the batch's transaction is unknown (its commit went unanswered); the group's offset will tell before it is written again",
+			w.Log.Warn("the outcome of the batch's transaction is unknown (its commit went unanswered); the group's offset will tell before it is written again",
 				"first", b.first, "last", last, "err", err)
 		case errors.Is(err, producer.ErrProducerFenced):
-			return FatalError{fmt.Errorf("%s/%d: %w; another process runs with this member's transactional id (two members with one kafka.group_instance_id?): stopping", w.topic, w.partition, err)}
+			return FatalError{fmt.Errorf("%s/%d: %w; another process runs with this member's transactional id (two members with one kafka.group_instance_id?): stopping", w.Topic, w.Partition, err)}
 		case errors.Is(err, producer.ErrGroupFenced):
 			err = fmt.Errorf("%w: %w", errFenced, err)
 		}
@@ -199,23 +199,23 @@ func (w *Worker) txnCommitted(ctx context.Context, b *openBatch, last int64, mem
 	if member == nil {
 		return false, nil
 	}
-	offsets, err := w.eos.Kafka.Producer().StableOffsets(ctx, member.Group, map[string][]int32{w.topic: {int32(w.partition)}})
+	offsets, err := w.EOS.Kafka.Producer().StableOffsets(ctx, member.Group, map[string][]int32{w.Topic: {int32(w.Partition)}})
 	if err != nil {
-		return false, fmt.Errorf("%s/%d: reading the group's offset to learn whether the transaction of %d-%d committed: %w", w.topic, w.partition, b.first, last, err)
+		return false, fmt.Errorf("%s/%d: reading the group's offset to learn whether the transaction of %d-%d committed: %w", w.Topic, w.Partition, b.first, last, err)
 	}
-	at := offsets[w.topic][int32(w.partition)].Offset
-	if at < 0 && w.eos.Own != nil {
+	at := offsets[w.Topic][int32(w.Partition)].Offset
+	if at < 0 && w.EOS.Own != nil {
 		// The group's offsets are gone (deleted, expired): the positions
 		// topic, written in the same transaction, tells.
-		own, err := w.eos.Own(ctx, map[string][]int{w.topic: {w.partition}})
+		own, err := w.EOS.Own(ctx, map[string][]int{w.Topic: {w.Partition}})
 		if err != nil {
-			return false, fmt.Errorf("%s/%d: reading the positions topic to learn whether the transaction of %d-%d committed: %w", w.topic, w.partition, b.first, last, err)
+			return false, fmt.Errorf("%s/%d: reading the positions topic to learn whether the transaction of %d-%d committed: %w", w.Topic, w.Partition, b.first, last, err)
 		}
-		if o := own[w.topic][w.partition]; o != nil {
+		if o := own[w.Topic][w.Partition]; o != nil {
 			at = o.At.Offset
 		}
 	}
-	w.log.Info("the unanswered transaction's outcome, from the group's offset", "first", b.first, "last", last, "group_offset", at, "committed", at > last)
+	w.Log.Info("the unanswered transaction's outcome, from the group's offset", "first", b.first, "last", last, "group_offset", at, "committed", at > last)
 	return at > last, nil
 }
 
@@ -223,14 +223,14 @@ func (w *Worker) txnCommitted(ctx context.Context, b *openBatch, last int64, mem
 // a channel closed when it changes, and whether the partition is still
 // the member's. A replay commits no offsets (nil member).
 func (w *Worker) txnMember() (*producer.GroupMember, <-chan struct{}, func() bool) {
-	switch c := w.commit.(type) {
+	switch c := w.Commit.(type) {
 	case *MemberCommitter:
 		changed := c.member.Changed()
 		gen, id := c.member.Current()
-		return &producer.GroupMember{Group: w.eos.Group, Generation: gen, MemberID: id, InstanceID: w.eos.Instance}, changed,
-			func() bool { return c.owns(w.topic, w.partition) }
+		return &producer.GroupMember{Group: w.EOS.Group, Generation: gen, MemberID: id, InstanceID: w.EOS.Instance}, changed,
+			func() bool { return c.owns(w.Topic, w.Partition) }
 	case *GroupCommitter:
-		return &producer.GroupMember{Group: c.group, Generation: int32(c.generation), MemberID: c.member, InstanceID: w.eos.Instance}, nil, nil
+		return &producer.GroupMember{Group: c.group, Generation: int32(c.generation), MemberID: c.member, InstanceID: w.EOS.Instance}, nil, nil
 	}
 	return nil, nil, nil
 }
@@ -243,15 +243,15 @@ func (w *Worker) txnMember() (*producer.GroupMember, <-chan struct{}, func() boo
 func (w *Worker) transactOnce(ctx context.Context, b *openBatch, last int64, member *producer.GroupMember) error {
 	for {
 		rows, sources, letters := w.notInKafka(b)
-		batch := &sink.Batch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Schema: w.decoder.Schema(),
-			Rows: rows, Sources: sources, Prefix: w.prefix, ValidText: true}
+		batch := &sink.Batch{Topic: w.Topic, Partition: w.Partition, First: b.first, Last: last, Schema: w.Decoder.Schema(),
+			Rows: rows, Sources: sources, Prefix: w.Prefix, ValidText: true}
 		var also func(context.Context) error
-		if w.eos.Dead != nil && len(letters) > 0 {
-			dead := &deadBatch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Prefix: w.prefix, Letters: letters}
-			also = func(ctx context.Context) error { return w.eos.Dead.writeDeadLetters(ctx, dead) }
+		if w.EOS.Dead != nil && len(letters) > 0 {
+			dead := &deadBatch{Topic: w.Topic, Partition: w.Partition, First: b.first, Last: last, Prefix: w.Prefix, Letters: letters}
+			also = func(ctx context.Context) error { return w.EOS.Dead.writeDeadLetters(ctx, dead) }
 		}
-		err := w.eos.Kafka.Transact(ctx, &sink.TxnPart{Batch: batch, Also: also, Member: member,
-			Offset: producer.Offset{Topic: w.topic, Partition: int32(w.partition), Offset: w.kafkaNext(last), Metadata: start.WithFrom(commitTimeMeta(time.Now()), b.first)}})
+		err := w.EOS.Kafka.Transact(ctx, &sink.TxnPart{Batch: batch, Also: also, Member: member,
+			Offset: producer.Offset{Topic: w.Topic, Partition: int32(w.Partition), Offset: w.kafkaNext(last), Metadata: start.WithFrom(commitTimeMeta(time.Now()), b.first)}})
 		if errors.Is(err, sink.ErrCycleAborted) {
 			continue // another partition's batch failed the member's transaction
 		}
@@ -289,17 +289,17 @@ func (w *Worker) transactOnce(ctx context.Context, b *openBatch, last int64, mem
 // it already holds, as the table skips its batches.
 func (w *Worker) notInKafka(b *openBatch) ([]sink.Row, []sink.Source, []RejectedRecord) {
 	rows, sources, dead := b.rows, b.sources, b.dead
-	if b.first >= w.inKafka {
+	if b.first >= w.InKafka {
 		return rows, sources, dead
 	}
 	i := 0
-	for i < len(sources) && sources[i].Offset < w.inKafka {
+	for i < len(sources) && sources[i].Offset < w.InKafka {
 		i++
 	}
 	rows, sources = rows[i:], sources[i:]
-	dead = slices.DeleteFunc(slices.Clone(dead), func(d RejectedRecord) bool { return d.Record.Offset < w.inKafka })
+	dead = slices.DeleteFunc(slices.Clone(dead), func(d RejectedRecord) bool { return d.Record.Offset < w.InKafka })
 	if i > 0 || len(dead) < len(b.dead) {
-		w.log.Info("the Kafka output holds the start of the batch; producing the rest", "first", b.first, "kafka_next", w.inKafka, "rows_skipped", i, "dead_letters_skipped", len(b.dead)-len(dead))
+		w.Log.Info("the Kafka output holds the start of the batch; producing the rest", "first", b.first, "kafka_next", w.InKafka, "rows_skipped", i, "dead_letters_skipped", len(b.dead)-len(dead))
 	}
 	return rows, sources, dead
 }
@@ -308,7 +308,7 @@ func (w *Worker) notInKafka(b *openBatch) ([]sink.Row, []sink.Source, []Rejected
 // with exactly_once: the Kafka output's position, which a batch the
 // partition reads again for its other outputs (started behind the Kafka
 // output, at inKafka) does not move back.
-func (w *Worker) kafkaNext(last int64) int64 { return max(last+1, w.inKafka) }
+func (w *Worker) kafkaNext(last int64) int64 { return max(last+1, w.InKafka) }
 
 // catchingUp says the open batch starts before the Kafka output's
 // position: it is read again for the other outputs alone. Its cut mark
@@ -316,7 +316,7 @@ func (w *Worker) kafkaNext(last int64) int64 { return max(last+1, w.inKafka) }
 // position (the files' record keeps the mark, and a table takes a batch
 // whatever its cut); committed, it would move the group back, and a
 // start after a crash would produce again what the Kafka output holds.
-func (w *Worker) catchingUp() bool { return w.eos != nil && w.batch.first < w.inKafka }
+func (w *Worker) catchingUp() bool { return w.EOS != nil && w.batch.first < w.InKafka }
 
 // KafkaOwn is the exactly-once Kafka output's own record of a partition
 // in its positions topic: where it stands, and the first offset of the

@@ -31,7 +31,7 @@ func TestTransactionalIDPerMember(t *testing.T) {
 // advanced output; the exactly-once Kafka output, whose position is the
 // group's offset, leaves out the rows and dead letters before it.
 func TestKafkaOutputSkipsWhatItHolds(t *testing.T) {
-	w := &Worker{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	w := &Worker{Config: Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}}
 	for _, o := range []int64{10, 11, 12, 13} {
 		w.batch.rows = append(w.batch.rows, sink.Row{o})
 		w.batch.sources = append(w.batch.sources, sink.Source{Offset: o})
@@ -42,7 +42,7 @@ func TestKafkaOutputSkipsWhatItHolds(t *testing.T) {
 		inKafka         int64
 		wantRows, wantD int
 	}{{-1, 4, 2}, {10, 4, 2}, {12, 2, 1}, {20, 0, 0}} {
-		w.inKafka = c.inKafka
+		w.InKafka = c.inKafka
 		rows, sources, dead := w.notInKafka(&w.batch)
 		if len(rows) != c.wantRows || len(sources) != c.wantRows || len(dead) != c.wantD {
 			t.Errorf("Kafka at %d: %d rows, %d sources, %d dead letters; want %d, %d, %d", c.inKafka, len(rows), len(sources), len(dead), c.wantRows, c.wantRows, c.wantD)

@@ -47,7 +47,7 @@ func TestWorkerReportsLagAndPending(t *testing.T) {
 	log := &fakeLog{values: logValues(10, nil, nil), perFetch: 4}
 	w, _, _, _ := testWorker(t, log, 6, "dead_letter")
 	c := &progressCommitter{p: &fakeProgress{}}
-	w.commit, w.progress = c, c.p
+	w.Commit, w.Progress = c, c.p
 	if err := w.Run(context.Background(), position{Offset: 0, Cut: -1}); err != nil {
 		t.Fatal(err)
 	}

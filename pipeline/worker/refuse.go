@@ -39,8 +39,8 @@ func (w *Worker) refuse(batch *sink.Batch, refused []*sink.RowError) error {
 		if err := w.onBadRecord(src.Offset, "a sink refused the row: "+reason, func() RejectedRecord { return w.refusedLetter(batch.Schema, row, src, reason) }); err != nil {
 			return err
 		}
-		w.stats.Refused.Add(1)
-		w.log.Warn("a sink refused a row for good; applying dead_letter.on_error", "offset", src.Offset, "reason", reason, "on_error", w.onError)
+		w.Stats.Refused.Add(1)
+		w.Log.Warn("a sink refused a row for good; applying dead_letter.on_error", "offset", src.Offset, "reason", reason, "on_error", w.OnError)
 	}
 	batch.Rows, batch.Sources = rows, sources
 	w.batch.rows, w.batch.sources = rows, sources
@@ -51,11 +51,11 @@ func (w *Worker) refuse(batch *sink.Batch, refused []*sink.RowError) error {
 // onBadRecord applies dead_letter.on_error to a record that cannot become
 // a row, whether it did not decode or a sink refused its row.
 func (w *Worker) onBadRecord(offset int64, reason string, letter func() RejectedRecord) error {
-	switch w.onError {
+	switch w.OnError {
 	case "fail":
-		return FatalError{fmt.Errorf("%s/%d offset %d: %s (dead_letter.on_error is fail)", w.topic, w.partition, offset, reason)}
+		return FatalError{fmt.Errorf("%s/%d offset %d: %s (dead_letter.on_error is fail)", w.Topic, w.Partition, offset, reason)}
 	case "skip":
-		w.stats.Skipped.Add(1)
+		w.Stats.Skipped.Add(1)
 	default:
 		w.batch.dead = append(w.batch.dead, letter())
 	}
@@ -66,7 +66,7 @@ func (w *Worker) onBadRecord(offset int64, reason string, letter func() Rejected
 // bytes are gone once it is decoded (unless sinks.kafka.value is original),
 // so the letter holds the row as JSON, and its reason says so.
 func (w *Worker) refusedLetter(schema *sink.Schema, row sink.Row, src sink.Source, reason string) RejectedRecord {
-	m := record.Record{Topic: w.topic, Partition: w.partition, Offset: src.Offset, Time: src.Timestamp, Key: src.Key, Value: src.Value}
+	m := record.Record{Topic: w.Topic, Partition: w.Partition, Offset: src.Offset, Time: src.Timestamp, Key: src.Key, Value: src.Value}
 	if m.Value == nil {
 		m.Value = sink.RowJSON(schema, row)
 		reason += " (value: the decoded row as JSON)"
@@ -90,5 +90,5 @@ func (w *Worker) checkRows(sinks []sink.Sink, batch *sink.Batch) error {
 // retrySink is retry for sink and dead-letter writes, counting each retry
 // in logstore_retries_total under op.
 func (w *Worker) retrySink(ctx context.Context, what, op string, f func() error) error {
-	return Retry(ctx, w.log, what, w.retrier(op), f)
+	return Retry(ctx, w.Log, what, w.retrier(op), f)
 }

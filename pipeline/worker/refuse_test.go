@@ -79,7 +79,7 @@ func TestWorkerRefusedRowsGoToTheDeadLetters(t *testing.T) {
 				w, c, _, _ := testWorker(t, &fakeLog{values: logValues(6, tt.bad, nil), perFetch: 10}, 100, "dead_letter")
 				s := &refusingSink{refuse: map[int64]bool{2: true, 4: true}, check: tt.check}
 				d := &letterDead{}
-				w.sinks, w.dead = []sink.Sink{s}, []DeadLetterWriter{d}
+				w.Sinks, w.Dead = []sink.Sink{s}, []DeadLetterWriter{d}
 				start := position{Offset: 0, Cut: -1}
 				if run == 1 {
 					start = position{Offset: 0, Cut: 5}
@@ -104,7 +104,7 @@ func TestWorkerRefusedRowsGoToTheDeadLetters(t *testing.T) {
 				if last := c.calls[len(c.calls)-1]; last != (commitCall{6, ""}) {
 					t.Errorf("run %d: last commit %v, want 6: a refused row must not hold the partition", run, last)
 				}
-				if n := w.stats.Refused.Load(); n != 2 {
+				if n := w.Stats.Refused.Load(); n != 2 {
 					t.Errorf("run %d: %d refused rows counted, want 2", run, n)
 				}
 			}
@@ -131,12 +131,12 @@ func (f *flakySink) Write(ctx context.Context, b *sink.Batch) error {
 func TestWorkerTransientSinkErrorsHoldAndCount(t *testing.T) {
 	w, c, _, _ := testWorker(t, &fakeLog{values: logValues(3, nil, nil), perFetch: 10}, 100, "dead_letter")
 	s := &flakySink{fail: 2}
-	w.sinks = []sink.Sink{s}
+	w.Sinks = []sink.Sink{s}
 	if err := w.Run(context.Background(), position{Offset: 0, Cut: -1}); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(s.batches) != "[0-2:3]" || w.stats.Refused.Load() != 0 || fmt.Sprint(c.calls) != "[{0 cut:2} {3 }]" {
-		t.Errorf("batches %v, refused %d, commits %v: an outage is retried, never refused", s.batches, w.stats.Refused.Load(), c.calls)
+	if fmt.Sprint(s.batches) != "[0-2:3]" || w.Stats.Refused.Load() != 0 || fmt.Sprint(c.calls) != "[{0 cut:2} {3 }]" {
+		t.Errorf("batches %v, refused %d, commits %v: an outage is retried, never refused", s.batches, w.Stats.Refused.Load(), c.calls)
 	}
 	if s.tries != 3 {
 		t.Errorf("%d writes, want 3: two failures retried, then the batch", s.tries)
@@ -159,9 +159,9 @@ func (b *blockedSink) Write(ctx context.Context, batch *sink.Batch) error {
 func TestWorkerReportsTheOldestUncommittedBatch(t *testing.T) {
 	w, _, _, _ := testWorker(t, &fakeLog{values: logValues(3, nil, nil), perFetch: 10}, 100, "dead_letter")
 	progress := &fakeProgress{}
-	w.progress = progress
+	w.Progress = progress
 	s := &blockedSink{entered: make(chan struct{}), release: make(chan struct{})}
-	w.sinks = []sink.Sink{s}
+	w.Sinks = []sink.Sink{s}
 	done := make(chan error)
 	go func() { done <- w.Run(context.Background(), position{Offset: 0, Cut: -1}) }()
 	<-s.entered

@@ -28,7 +28,7 @@ func (w *Worker) restaging(ctx context.Context) error {
 		if w.batch.first != at { // a batch committed since the last loss
 			backoff, at = restageFirstBackoff, w.batch.first
 		}
-		w.log.Warn("a sink lost the open batch from its spool; reading it again from its first offset", "first", w.batch.first, "cut", w.cut, "backoff", backoff, "err", err)
+		w.Log.Warn("a sink lost the open batch from its spool; reading it again from its first offset", "first", w.batch.first, "cut", w.cut, "backoff", backoff, "err", err)
 		w.retried(OpFiles)
 		w.restage()
 		if !clock.Sleep(ctx, backoff) {
@@ -49,12 +49,12 @@ func (w *Worker) restage() {
 	b := &w.batch
 	_, stagers, _ := w.stagers()
 	for _, s := range stagers {
-		s.Discard(w.topic, w.partition, w.prefix)
+		s.Discard(w.Topic, w.Partition, w.Prefix)
 	}
-	w.budget.release(b.bytes)
+	w.Budget.release(b.bytes)
 	w.releaseFetch()
 	*b = openBatch{first: b.first, opened: b.opened}
 	w.rowsGone()
 	w.next = b.first
-	w.reader.SetOffset(b.first)
+	w.Reader.SetOffset(b.first)
 }

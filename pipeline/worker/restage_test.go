@@ -60,11 +60,11 @@ func TestWorkerReadsABatchLostFromTheSpoolAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := &losingFiles{Files: sinks.Files, loseStage: map[int]bool{5: true}, loseWrite: map[int]bool{1: true}}
-	w.sinks = []sink.Sink{files}
-	w.budget = NewBudget(32 << 10)
-	w.fetchMax = 16 << 10
+	w.Sinks = []sink.Sink{files}
+	w.Budget = NewBudget(32 << 10)
+	w.FetchMax = 16 << 10
 	retries := &countingMetrics{}
-	w.metrics = retries
+	w.Metrics = retries
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := w.Run(ctx, position{Offset: 0, Cut: -1}); err != nil {
@@ -107,7 +107,7 @@ func TestWorkerReadsABatchLostFromTheSpoolAgain(t *testing.T) {
 	if left, _ := os.ReadDir(spool); len(left) != 0 {
 		t.Errorf("%d spool files left behind", len(left))
 	}
-	if use := w.budget.inUse(); use != 0 {
+	if use := w.Budget.inUse(); use != 0 {
 		t.Errorf("%d bytes of the budget still held", use)
 	}
 }

@@ -96,15 +96,15 @@ func (f FilesResume) LoadResume(ctx context.Context, topic string, partition int
 // the batch's mark is committed and before any sink writes it, that the
 // output is writing it.
 func (w *Worker) saveResume(ctx context.Context, first, last int64, writing bool) error {
-	if w.resume == nil || w.prefix != "" {
+	if w.Resume == nil || w.Prefix != "" {
 		return nil
 	}
-	r := ResumeRecord{Topic: w.topic, Partition: w.partition, First: first, Last: last, Next: last + 1, TopicID: w.topicID, Written: time.Now().UTC()}
+	r := ResumeRecord{Topic: w.Topic, Partition: w.Partition, First: first, Last: last, Next: last + 1, TopicID: w.TopicID, Written: time.Now().UTC()}
 	if w.using != "" {
 		r.Layout = start.Fingerprint(w.using)
 	}
 	if writing {
-		r.Next, r.Mark = first, start.MarkOf(last, w.topicID, w.using)
+		r.Next, r.Mark = first, start.MarkOf(last, w.TopicID, w.using)
 	}
-	return w.retrySink(ctx, "writing the resume record", OpFiles, func() error { return w.resume.SaveResume(ctx, r) })
+	return w.retrySink(ctx, "writing the resume record", OpFiles, func() error { return w.Resume.SaveResume(ctx, r) })
 }

@@ -41,7 +41,7 @@ func (f *fakeResume) LoadResume(_ context.Context, topic string, partition int) 
 func TestWorkerSavesWhereTheOutputIs(t *testing.T) {
 	w, c, s, _ := testWorker(t, &fakeLog{values: logValues(5, nil, []int64{4}), perFetch: 10}, 2, "dead_letter")
 	r := &fakeResume{records: map[string]ResumeRecord{}, commits: c}
-	w.resume = r
+	w.Resume = r
 	if err := w.Run(context.Background(), position{Offset: 0, Cut: -1}); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestOutputRemembersABatchBeingWritten(t *testing.T) {
 	w, c, _, _ := testWorker(t, &fakeLog{values: logValues(100, nil, nil), perFetch: 100}, 40, "dead_letter")
 	r := &fakeResume{records: map[string]ResumeRecord{}, commits: c}
 	s := &failingSink{}
-	w.resume, w.sinks, w.target = r, []sink.Sink{s}, -1
+	w.Resume, w.Sinks, w.Target = r, []sink.Sink{s}, -1
 	if err := w.Run(context.Background(), position{Offset: 0, Cut: -1}); err == nil {
 		t.Fatal("the run went on after its sink failed")
 	}

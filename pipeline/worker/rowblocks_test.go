@@ -100,15 +100,15 @@ func TestWorkerReusesRowsOnlyOnceLetGo(t *testing.T) {
 			w, _, _, _ := testWorker(t, log, 0, "dead_letter")
 			// A stage is due every 256 KiB of rows (stageChunk's least):
 			// thousands of rows, several times in the batch.
-			w.budget = NewBudget(16 << 20)
+			w.Budget = NewBudget(16 << 20)
 			if chunk := w.stageChunk() / w.recordCost(&record.Record{Value: log.values[1000]}); chunk*4 > int64(len(log.values)) {
 				t.Fatalf("a stage every %d rows: too few for %d records", chunk, len(log.values))
 			}
-			a := &rowChecker{t: t, fakeStager: fakeStager{budget: w.budget}}
-			b := &rowChecker{t: t, fakeStager: fakeStager{budget: w.budget}}
-			w.sinks = []sink.Sink{a, b}
+			a := &rowChecker{t: t, fakeStager: fakeStager{budget: w.Budget}}
+			b := &rowChecker{t: t, fakeStager: fakeStager{budget: w.Budget}}
+			w.Sinks = []sink.Sink{a, b}
 			if !staging {
-				w.sinks[1] = plainSink{b}
+				w.Sinks[1] = plainSink{b}
 			}
 			if err := w.Run(context.Background(), position{Offset: 0, Cut: -1}); err != nil {
 				t.Fatal(err)
@@ -177,11 +177,11 @@ func TestWorkerRecyclesFetchesItNoLongerNeeds(t *testing.T) {
 		t.Run(fmt.Sprintf("originals %v", originals), func(t *testing.T) {
 			log := &recyclingLog{fakeLog: &fakeLog{values: logValues(3000, []int64{5, 1500, 2999}, nil), perFetch: 100}}
 			w, _, _, _ := testWorker(t, log.fakeLog, 1000, "dead_letter")
-			w.reader, w.originals = log, originals
-			w.budget = NewBudget(16 << 20)
-			s := &rowChecker{t: t, fakeStager: fakeStager{budget: w.budget}}
+			w.Reader, w.Originals = log, originals
+			w.Budget = NewBudget(16 << 20)
+			s := &rowChecker{t: t, fakeStager: fakeStager{budget: w.Budget}}
 			d := &deadChecker{}
-			w.sinks, w.dead = []sink.Sink{s}, []DeadLetterWriter{d}
+			w.Sinks, w.Dead = []sink.Sink{s}, []DeadLetterWriter{d}
 			if err := w.Run(context.Background(), position{Offset: 0, Cut: -1}); err != nil {
 				t.Fatal(err)
 			}

@@ -46,12 +46,12 @@ func catchUpHeap(t *testing.T, n int64, budgetBytes int64, sortBy []sink.SortKey
 	}
 	defer sinks.Close()
 	log := &heapLog{genLog: &genLog{gen: loggen.New(1, time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC), time.Millisecond), n: n}}
-	w = &Worker{
-		topic: "t", reader: log, decoder: dec, columns: len(dec.Schema().Fields), commit: &fakeCommitter{}, sinks: sinks.All(),
-		onError: "fail", onOutOfRange: "fail", limits: Limits{MaxAge: time.Hour},
-		budget: NewBudget(budgetBytes), fetchMax: 1 << 20, stats: NewStats(), target: n, flushWait: time.Second,
-		log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}
+	w = &Worker{Config: Config{
+		Topic: "t", Reader: log, Decoder: dec, Columns: len(dec.Schema().Fields), Commit: &fakeCommitter{}, Sinks: sinks.All(),
+		OnError: "fail", OnOutOfRange: "fail", Limits: Limits{MaxAge: time.Hour},
+		Budget: NewBudget(budgetBytes), FetchMax: 1 << 20, Stats: NewStats(), Target: n, FlushWait: time.Second,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}}
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -59,10 +59,10 @@ func catchUpHeap(t *testing.T, n int64, budgetBytes int64, sortBy []sink.SortKey
 	if err := w.Run(context.Background(), position{Offset: 0, Cut: -1}); err != nil {
 		t.Fatal(err)
 	}
-	if got := w.stats.Records.Load(); got != n {
+	if got := w.Stats.Records.Load(); got != n {
 		t.Fatalf("took %d records, want %d", got, n)
 	}
-	if used := w.budget.inUse(); used != 0 {
+	if used := w.Budget.inUse(); used != 0 {
 		t.Errorf("%d bytes of the budget still held after the run", used)
 	}
 	return log.peak, w
@@ -78,7 +78,7 @@ func TestSortRunsCountInTheBudget(t *testing.T) {
 	plain, _ := catchUpHeap(t, n, budgetBytes, nil)
 	sorted, w := catchUpHeap(t, n, budgetBytes, []sink.SortKey{{Column: "service"}, {Column: "level"}})
 	t.Logf("live heap at a fetch: %.1f MiB unsorted, %.1f MiB sorted; budget %d MiB, %d budget cuts",
-		float64(plain)/(1<<20), float64(sorted)/(1<<20), budgetBytes>>20, w.stats.BudgetCuts.Load())
+		float64(plain)/(1<<20), float64(sorted)/(1<<20), budgetBytes>>20, w.Stats.BudgetCuts.Load())
 	// The live heap at a fetch varies by a few MiB between runs of the same
 	// code (what other goroutines hold, the collector's timing: 2.5-6.1 MiB
 	// unsorted, 4.2-8.2 sorted in three runs); the runs held uncounted were

@@ -20,7 +20,7 @@ import (
 // stageChunk is how many bytes of decoded rows a worker holds before it
 // stages them: a small share of the budget, so many partitions fit.
 func (w *Worker) stageChunk() int64 {
-	return min(max(w.budget.size/64, 256<<10), 16<<20)
+	return min(max(w.Budget.size/64, 256<<10), 16<<20)
 }
 
 // stagers returns the open batch's sinks (those of its layout) as
@@ -28,7 +28,7 @@ func (w *Worker) stageChunk() int64 {
 // cut). With exactly_once none stages: the Kafka rows wait for the
 // batch's transaction.
 func (w *Worker) stagers() ([]sink.Sink, []sink.Stager, error) {
-	if w.eos != nil {
+	if w.EOS != nil {
 		return nil, nil, nil
 	}
 	sinks, _, err := w.withLayout(w.batchLayout())
@@ -74,8 +74,8 @@ func (w *Worker) stage(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	if len(b.rows) > 0 {
-		batch := &sink.Batch{Topic: w.topic, Partition: w.partition, First: b.first, Schema: w.decoder.Schema(),
-			Rows: b.rows, Sources: b.sources, Staged: b.staged, Prefix: w.prefix, ValidText: true}
+		batch := &sink.Batch{Topic: w.Topic, Partition: w.Partition, First: b.first, Schema: w.Decoder.Schema(),
+			Rows: b.rows, Sources: b.sources, Staged: b.staged, Prefix: w.Prefix, ValidText: true}
 		if err := w.checkRows(sinks, batch); err != nil {
 			return true, err
 		}
@@ -107,10 +107,10 @@ func (w *Worker) stage(ctx context.Context) (bool, error) {
 		clear(b.sources)
 		b.rows, b.sources = b.rows[:0], b.sources[:0]
 		w.rowsGone()
-		w.stats.StagedRows.Add(int64(len(batch.Rows)))
+		w.Stats.StagedRows.Add(int64(len(batch.Rows)))
 	}
 	held := b.bytes - b.deadBytes - b.sinkBytes
-	w.budget.release(held)
+	w.Budget.release(held)
 	b.bytes -= held
 	b.stagedBytes += held
 	w.settleSinkBytes(stagers)
@@ -126,15 +126,15 @@ func (w *Worker) settleSinkBytes(stagers []sink.Stager) {
 	var n int64
 	for _, s := range stagers {
 		if h, ok := s.(sink.MemoryHolder); ok {
-			n += h.HeldBytes(w.topic, w.partition, w.prefix)
+			n += h.HeldBytes(w.Topic, w.Partition, w.Prefix)
 		}
 	}
 	b := &w.batch
 	switch d := n - b.sinkBytes; {
 	case d > 0:
-		w.budget.force(d)
+		w.Budget.force(d)
 	case d < 0:
-		w.budget.release(-d)
+		w.Budget.release(-d)
 	}
 	b.bytes += n - b.sinkBytes
 	b.sinkBytes = n
@@ -148,7 +148,7 @@ func (w *Worker) discardStaged() {
 	}
 	_, stagers, _ := w.stagers()
 	for _, s := range stagers {
-		s.Discard(w.topic, w.partition, w.prefix)
+		s.Discard(w.Topic, w.Partition, w.Prefix)
 	}
 }
 
@@ -159,15 +159,15 @@ func (w *Worker) discardStaged() {
 // Before it waits, the worker gives back what it can: its rows are staged,
 // or, when the sinks cannot stage, its batch is cut.
 func (w *Worker) reserveFetch(ctx context.Context) error {
-	if w.fetchMax <= 0 {
+	if w.FetchMax <= 0 {
 		return nil
 	}
 	if w.fetchGuess <= 0 {
-		w.fetchGuess = w.fetchMax
+		w.fetchGuess = w.FetchMax
 	}
-	n := w.budget.clamp(w.fetchGuess)
+	n := w.Budget.clamp(w.fetchGuess)
 	switch {
-	case w.budget.tryAcquire(n):
+	case w.Budget.tryAcquire(n):
 	case w.cut >= 0:
 		if err := w.recutReserve(ctx, n); err != nil {
 			return err
@@ -193,11 +193,11 @@ func (w *Worker) recutReserve(ctx context.Context, n int64) error {
 	if err != nil {
 		return err
 	}
-	if staged && w.budget.tryAcquire(n) {
+	if staged && w.Budget.tryAcquire(n) {
 		return nil
 	}
-	w.budget.force(n)
-	w.stats.RecutOverBudget.Add(n)
+	w.Budget.force(n)
+	w.Stats.RecutOverBudget.Add(n)
 	return nil
 }
 
@@ -217,7 +217,7 @@ func (w *Worker) makeRoom(ctx context.Context, n int64, fetched bool) error {
 	if err != nil {
 		return err
 	}
-	if staged && w.budget.tryAcquire(n) {
+	if staged && w.Budget.tryAcquire(n) {
 		return nil
 	}
 	b := &w.batch
@@ -228,11 +228,11 @@ func (w *Worker) makeRoom(ctx context.Context, n int64, fetched bool) error {
 	// other partitions would cut a batch at every record.
 	held, chunk := b.deadBytes+b.sinkBytes, w.stageChunk()
 	if !staged {
-		held, chunk = b.bytes, min(chunk, w.budget.size/2)
+		held, chunk = b.bytes, min(chunk, w.Budget.size/2)
 	}
 	hoarding := !fetched || held >= chunk
 	if hoarding && w.cut < 0 && w.next > b.first && b.bytes > 0 {
-		w.stats.BudgetCuts.Add(1)
+		w.Stats.BudgetCuts.Add(1)
 		if err := w.flush(ctx, w.next-1); err != nil {
 			return err
 		}
@@ -241,16 +241,16 @@ func (w *Worker) makeRoom(ctx context.Context, n int64, fetched bool) error {
 	// could be for the worker's own fetch (with sinks that cannot stage,
 	// a fetch bigger than the budget waited for ever).
 	if fetched {
-		if !w.budget.tryAcquire(n) {
-			w.budget.force(n)
+		if !w.Budget.tryAcquire(n) {
+			w.Budget.force(n)
 		}
 		return nil
 	}
 	start := time.Now()
-	if err := w.budget.acquire(ctx, n); err != nil {
+	if err := w.Budget.acquire(ctx, n); err != nil {
 		return err
 	}
-	w.stats.BackpressureNanos.Add(int64(time.Since(start)))
+	w.Stats.BackpressureNanos.Add(int64(time.Since(start)))
 	return nil
 }
 
@@ -258,10 +258,10 @@ func (w *Worker) makeRoom(ctx context.Context, n int64, fetched bool) error {
 // reservation to the bytes it returned (decompressed keys, values and
 // headers), which stay in memory until every record of the fetch is decoded.
 func (w *Worker) settleFetch(msgs []record.Record) {
-	if len(msgs) > 0 && w.stats.FirstRecord.Load() == 0 {
-		w.stats.FirstRecord.CompareAndSwap(0, time.Now().UnixNano())
+	if len(msgs) > 0 && w.Stats.FirstRecord.Load() == 0 {
+		w.Stats.FirstRecord.CompareAndSwap(0, time.Now().UnixNano())
 	}
-	if w.fetchMax <= 0 {
+	if w.FetchMax <= 0 {
 		return
 	}
 	var n int64
@@ -277,15 +277,15 @@ func (w *Worker) settleFetch(msgs []record.Record) {
 	}
 	switch {
 	case n > w.fetchHeld:
-		w.budget.force(n - w.fetchHeld)
+		w.Budget.force(n - w.fetchHeld)
 	case n < w.fetchHeld:
-		w.budget.release(w.fetchHeld - n)
+		w.Budget.release(w.fetchHeld - n)
 	}
 	w.fetchHeld = n
 }
 
 // releaseFetch gives the fetch's bytes back once its records are decoded.
 func (w *Worker) releaseFetch() {
-	w.budget.release(w.fetchHeld)
+	w.Budget.release(w.fetchHeld)
 	w.fetchHeld = 0
 }

@@ -92,17 +92,17 @@ func BenchmarkWorkerHotPath(b *testing.B) {
 	for b.Loop() {
 		out := b.TempDir()
 		sinks := benchFilesAt(b, dec, out)
-		w := &Worker{
-			topic: "t", reader: &fakeLog{values: values, perFetch: int(1<<20) / 330}, decoder: dec,
-			columns: len(dec.Schema().Fields), commit: &fakeCommitter{}, sinks: sinks.All(),
-			onError: "fail", onOutOfRange: "fail", limits: Limits{MaxAge: time.Hour},
-			budget: NewBudget(128 << 20), fetchMax: 1 << 20, stats: NewStats(), target: n, flushWait: time.Second,
-			log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		}
+		w := &Worker{Config: Config{
+			Topic: "t", Reader: &fakeLog{values: values, perFetch: int(1<<20) / 330}, Decoder: dec,
+			Columns: len(dec.Schema().Fields), Commit: &fakeCommitter{}, Sinks: sinks.All(),
+			OnError: "fail", OnOutOfRange: "fail", Limits: Limits{MaxAge: time.Hour},
+			Budget: NewBudget(128 << 20), FetchMax: 1 << 20, Stats: NewStats(), Target: n, FlushWait: time.Second,
+			Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		}}
 		if err := w.Run(context.Background(), position{Offset: 0, Cut: -1}); err != nil {
 			b.Fatal(err)
 		}
-		if got := w.stats.Records.Load(); got != n {
+		if got := w.Stats.Records.Load(); got != n {
 			b.Fatalf("took %d records, want %d", got, n)
 		}
 		sinks.Close()
@@ -194,14 +194,14 @@ func memberCatchUp(b *testing.B, parts, n int, sortBy ...sink.SortKey) {
 		var g errgroup.Group
 		for p := range parts {
 			start := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
-			w := &Worker{
-				topic: "t", partition: p, decoder: dec,
-				reader:  &genLog{gen: loggen.New(uint64(p), start, 2*time.Hour/time.Duration(per)), partition: p, n: per},
-				columns: len(dec.Schema().Fields), commit: &fakeCommitter{}, sinks: sinks.All(),
-				onError: "fail", onOutOfRange: "fail", limits: Limits{MaxAge: time.Hour},
-				budget: budget, fetchMax: 1 << 20, stats: stats, target: per, flushWait: time.Second,
-				log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			}
+			w := &Worker{Config: Config{
+				Topic: "t", Partition: p, Decoder: dec,
+				Reader:  &genLog{gen: loggen.New(uint64(p), start, 2*time.Hour/time.Duration(per)), partition: p, n: per},
+				Columns: len(dec.Schema().Fields), Commit: &fakeCommitter{}, Sinks: sinks.All(),
+				OnError: "fail", OnOutOfRange: "fail", Limits: Limits{MaxAge: time.Hour},
+				Budget: budget, FetchMax: 1 << 20, Stats: stats, Target: per, FlushWait: time.Second,
+				Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			}}
 			g.Go(func() error { return w.Run(context.Background(), position{Offset: 0, Cut: -1}) })
 		}
 		if err := g.Wait(); err != nil {

@@ -70,26 +70,26 @@ func TestWorkerStagesInsteadOfCutting(t *testing.T) {
 	log := &fakeLog{values: logValues(5000, []int64{7}, nil), perFetch: 100}
 	w, c, _, d := testWorker(t, log, 0, "dead_letter")
 	cost := w.recordCost(&record.Record{Value: []byte(`{"n": 1000}`)})
-	w.budget = NewBudget(16 << 10) // ~ 80 records; the batch is 5,000
-	s := &fakeStager{budget: w.budget}
-	w.sinks = []sink.Sink{s}
+	w.Budget = NewBudget(16 << 10) // ~ 80 records; the batch is 5,000
+	s := &fakeStager{budget: w.Budget}
+	w.Sinks = []sink.Sink{s}
 	if err := w.Run(context.Background(), position{Offset: 0, Cut: -1}); err != nil {
 		t.Fatal(err)
 	}
 	if len(s.batches) != 1 || !strings.HasPrefix(s.batches[0], "0-4999:") || s.rows != 4999 {
 		t.Errorf("batches %v, %d rows: want one batch 0-4999 with all 4999 good rows", s.batches, s.rows)
 	}
-	if len(s.staged) < 10 || w.stats.BudgetCuts.Load() != 0 {
-		t.Errorf("%d stages, %d budget cuts: rows must be staged, not cut", len(s.staged), w.stats.BudgetCuts.Load())
+	if len(s.staged) < 10 || w.Stats.BudgetCuts.Load() != 0 {
+		t.Errorf("%d stages, %d budget cuts: rows must be staged, not cut", len(s.staged), w.Stats.BudgetCuts.Load())
 	}
-	if s.maxUse > w.budget.size+cost {
-		t.Errorf("budget in use up to %d, size %d: over by more than a record", s.maxUse, w.budget.size)
+	if s.maxUse > w.Budget.size+cost {
+		t.Errorf("budget in use up to %d, size %d: over by more than a record", s.maxUse, w.Budget.size)
 	}
 	if fmt.Sprint(d.batches) != "[0-4999:1]" || c.calls[len(c.calls)-1] != (commitCall{5000, ""}) {
 		t.Errorf("dead letters %v, commits %v", d.batches, c.calls)
 	}
-	if w.budget.inUse() != 0 {
-		t.Errorf("%d bytes of the budget still held after the run", w.budget.inUse())
+	if w.Budget.inUse() != 0 {
+		t.Errorf("%d bytes of the budget still held after the run", w.Budget.inUse())
 	}
 }
 
@@ -98,9 +98,9 @@ func TestWorkerStagesInsteadOfCutting(t *testing.T) {
 func TestWorkerCutsWhenTheSinkIsFull(t *testing.T) {
 	log := &fakeLog{values: logValues(1000, nil, nil), perFetch: 50}
 	w, _, _, _ := testWorker(t, log, 0, "dead_letter")
-	w.budget = NewBudget(4 << 10)
-	s := &fakeStager{budget: w.budget, fullAt: 300}
-	w.sinks = []sink.Sink{s}
+	w.Budget = NewBudget(4 << 10)
+	s := &fakeStager{budget: w.Budget, fullAt: 300}
+	w.Sinks = []sink.Sink{s}
 	if err := w.Run(context.Background(), position{Offset: 0, Cut: -1}); err != nil {
 		t.Fatal(err)
 	}
@@ -115,27 +115,27 @@ func TestWorkerReservesBeforeFetching(t *testing.T) {
 	fl := &fakeLog{values: logValues(3000, nil, nil), perFetch: 100}
 	w, _, _, _ := testWorker(t, fl, 0, "dead_letter")
 	log := &countingLog{fakeLog: fl, w: w}
-	w.reader = log
-	w.fetchMax = 1 << 20
-	w.budget = NewBudget(64 << 10)
-	w.sinks = []sink.Sink{&fakeStager{budget: w.budget}}
+	w.Reader = log
+	w.FetchMax = 1 << 20
+	w.Budget = NewBudget(64 << 10)
+	w.Sinks = []sink.Sink{&fakeStager{budget: w.Budget}}
 	if err := w.Run(context.Background(), position{Offset: 0, Cut: -1}); err != nil {
 		t.Fatal(err)
 	}
 	if log.fetches == 0 || log.unreserve != 0 {
 		t.Errorf("%d of %d fetches without a reservation", log.unreserve, log.fetches)
 	}
-	if w.budget.inUse() != 0 {
-		t.Errorf("%d bytes of the budget still held after the run", w.budget.inUse())
+	if w.Budget.inUse() != 0 {
+		t.Errorf("%d bytes of the budget still held after the run", w.Budget.inUse())
 	}
 
 	// Someone else holds the whole budget: the worker waits before fetching.
 	fl2 := &fakeLog{values: logValues(10, nil, nil), perFetch: 100}
 	w2, _, _, _ := testWorker(t, fl2, 0, "dead_letter")
 	log2 := &countingLog{fakeLog: fl2, w: w2}
-	w2.reader, w2.fetchMax, w2.budget = log2, 1<<20, NewBudget(1<<20)
-	w2.sinks = []sink.Sink{&fakeStager{budget: w2.budget}}
-	w2.budget.force(1 << 20)
+	w2.Reader, w2.FetchMax, w2.Budget = log2, 1<<20, NewBudget(1<<20)
+	w2.Sinks = []sink.Sink{&fakeStager{budget: w2.Budget}}
+	w2.Budget.force(1 << 20)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := w2.Run(ctx, position{Offset: 0, Cut: -1}); err != nil {
@@ -183,14 +183,14 @@ func TestWorkerStagesIntoFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.sinks = sinks.All()
-	w.budget = NewBudget(32 << 10)
-	w.fetchMax = 16 << 10
+	w.Sinks = sinks.All()
+	w.Budget = NewBudget(32 << 10)
+	w.FetchMax = 16 << 10
 	if err := w.Run(context.Background(), position{Offset: 0, Cut: -1}); err != nil {
 		t.Fatal(err)
 	}
-	if w.stats.StagedRows.Load() == 0 || w.stats.Batches.Load() != 1 {
-		t.Errorf("%d rows staged in %d batches: want staging and one batch", w.stats.StagedRows.Load(), w.stats.Batches.Load())
+	if w.Stats.StagedRows.Load() == 0 || w.Stats.Batches.Load() != 1 {
+		t.Errorf("%d rows staged in %d batches: want staging and one batch", w.Stats.StagedRows.Load(), w.Stats.Batches.Load())
 	}
 	f, err := os.Open(filepath.Join(out, "t-0-0-19999.parquet"))
 	if err != nil {
@@ -253,12 +253,12 @@ func TestWorkerRefusesRowsAsTheyAreStaged(t *testing.T) {
 	var first []int64
 	for run, budget := range []int64{4 << 10, 24 << 10} {
 		w, c, _, _ := testWorker(t, &fakeLog{values: logValues(300, nil, nil), perFetch: 40}, 0, "dead_letter")
-		w.budget = NewBudget(budget)
-		s := &refusingStager{fakeStager: fakeStager{budget: w.budget},
+		w.Budget = NewBudget(budget)
+		s := &refusingStager{fakeStager: fakeStager{budget: w.Budget},
 			check: map[int64]bool{5: true, 150: true}, stage: map[int64]bool{7: true, 151: true, 299: true}}
-		after := &fakeStager{budget: w.budget} // the Kafka sink, after the files
+		after := &fakeStager{budget: w.Budget} // the Kafka sink, after the files
 		d := &letterDead{}
-		w.sinks, w.dead = []sink.Sink{s, after}, []DeadLetterWriter{d}
+		w.Sinks, w.Dead = []sink.Sink{s, after}, []DeadLetterWriter{d}
 		start := position{Offset: 0, Cut: -1}
 		if run == 1 {
 			start = position{Offset: 0, Cut: 299} // the re-cut of run 0's batch
@@ -286,8 +286,8 @@ func TestWorkerRefusesRowsAsTheyAreStaged(t *testing.T) {
 				t.Errorf("run %d: dead letter %s: want it in batch 0-299 with the sink's reason", run, l)
 			}
 		}
-		if !slices.Equal(letters, refused) || w.stats.Refused.Load() != 5 {
-			t.Errorf("run %d: dead letters %v (refused %d), want %v", run, letters, w.stats.Refused.Load(), refused)
+		if !slices.Equal(letters, refused) || w.Stats.Refused.Load() != 5 {
+			t.Errorf("run %d: dead letters %v (refused %d), want %v", run, letters, w.Stats.Refused.Load(), refused)
 		}
 		if last := c.calls[len(c.calls)-1]; last != (commitCall{300, ""}) {
 			t.Errorf("run %d: last commit %v, want 300", run, last)
@@ -324,13 +324,13 @@ func (c *cancelingStager) Stage(ctx context.Context, b *sink.Batch) (bool, error
 func TestWorkerStopDuringStagingCommitsWhatItWrote(t *testing.T) {
 	log := &fakeLog{values: logValues(5000, nil, nil), perFetch: 100}
 	w, c, _, _ := testWorker(t, log, 0, "dead_letter")
-	w.target = -1
-	w.budget = NewBudget(16 << 20) // ample: rows are staged once they reach stageChunk (256 KiB)
+	w.Target = -1
+	w.Budget = NewBudget(16 << 20) // ample: rows are staged once they reach stageChunk (256 KiB)
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &cancelingStager{fakeStager: &fakeStager{budget: w.budget}, cancel: cancel}
-	w.sinks = []sink.Sink{s}
+	s := &cancelingStager{fakeStager: &fakeStager{budget: w.Budget}, cancel: cancel}
+	w.Sinks = []sink.Sink{s}
 	go func() { // never hang: the end of the log ends the run
-		for w.stats.Records.Load() < 5000 && ctx.Err() == nil {
+		for w.Stats.Records.Load() < 5000 && ctx.Err() == nil {
 			time.Sleep(time.Millisecond)
 		}
 		cancel()
@@ -353,12 +353,12 @@ func TestWorkerStopDuringStagingCommitsWhatItWrote(t *testing.T) {
 func TestWorkerStopBetweenTwoStagersStagesOnce(t *testing.T) {
 	log := &fakeLog{values: logValues(5000, nil, nil), perFetch: 100}
 	w, c, _, _ := testWorker(t, log, 0, "dead_letter")
-	w.target = -1
-	w.budget = NewBudget(16 << 20)
+	w.Target = -1
+	w.Budget = NewBudget(16 << 20)
 	ctx, cancel := context.WithCancel(context.Background())
-	first := &fakeStager{budget: w.budget}
-	second := &cancelingStager{fakeStager: &fakeStager{budget: w.budget}, cancel: cancel}
-	w.sinks = []sink.Sink{first, second}
+	first := &fakeStager{budget: w.Budget}
+	second := &cancelingStager{fakeStager: &fakeStager{budget: w.Budget}, cancel: cancel}
+	w.Sinks = []sink.Sink{first, second}
 	if err := w.Run(ctx, position{Offset: 0, Cut: -1}); err != nil {
 		t.Fatal(err)
 	}
@@ -407,11 +407,11 @@ func (s *stoppingCommitter) Commit(ctx context.Context, topic string, p int, off
 func TestWorkerStopAfterDeliveryOnlyCommits(t *testing.T) {
 	log := &fakeLog{values: logValues(100, nil, nil), perFetch: 100}
 	w, _, _, _ := testWorker(t, log, 40, "dead_letter")
-	w.target = -1
+	w.Target = -1
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &stoppingCommitter{cancel: cancel}
-	s := &onceStager{fakeStager: &fakeStager{budget: w.budget}, written: map[int64]bool{}}
-	w.commit, w.sinks = c, []sink.Sink{s}
+	s := &onceStager{fakeStager: &fakeStager{budget: w.Budget}, written: map[int64]bool{}}
+	w.Commit, w.Sinks = c, []sink.Sink{s}
 	if err := w.Run(ctx, position{Offset: 0, Cut: -1}); err != nil {
 		t.Fatal(err)
 	}
@@ -429,12 +429,12 @@ func TestWorkerStopAfterDeliveryOnlyCommits(t *testing.T) {
 func TestWorkerStopInsideDeliveryWritesEachSinkOnce(t *testing.T) {
 	log := &fakeLog{values: logValues(100, []int64{5}, nil), perFetch: 100}
 	w, c, _, _ := testWorker(t, log, 40, "dead_letter")
-	w.target = -1
+	w.Target = -1
 	ctx, cancel := context.WithCancel(context.Background())
-	first := &onceStager{fakeStager: &fakeStager{budget: w.budget}, written: map[int64]bool{}}
-	second := &onceStager{fakeStager: &fakeStager{budget: w.budget}, written: map[int64]bool{}}
+	first := &onceStager{fakeStager: &fakeStager{budget: w.Budget}, written: map[int64]bool{}}
+	second := &onceStager{fakeStager: &fakeStager{budget: w.Budget}, written: map[int64]bool{}}
 	dead := &stoppingDead{cancel: cancel}
-	w.sinks, w.dead = []sink.Sink{&stoppingSink{Sink: first, cancel: cancel}, second}, []DeadLetterWriter{dead}
+	w.Sinks, w.Dead = []sink.Sink{&stoppingSink{Sink: first, cancel: cancel}, second}, []DeadLetterWriter{dead}
 	if err := w.Run(ctx, position{Offset: 0, Cut: -1}); err != nil {
 		t.Fatal(err)
 	}

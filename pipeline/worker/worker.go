@@ -33,38 +33,7 @@ type Reader interface {
 
 // Worker runs the commit protocol (see the package doc) for one partition.
 type Worker struct {
-	topic        string
-	partition    int
-	reader       Reader
-	decoder      *decode.Decoder
-	commit       Committer
-	sinks        []sink.Sink
-	dead         []DeadLetterWriter
-	onError      string // dead_letter, skip or fail
-	onOutOfRange string // on_offset_out_of_range: fail, earliest, latest
-	limits       Limits
-	budget       *Budget
-	limiter      *rate.Limiter // nil: unlimited
-	stats        *Stats
-	prefix       string       // object-name prefix (replays)
-	target       int64        // stop once the next offset reaches it; -1 streams on
-	originals    bool         // keep each row's source key and value (sinks.kafka.value: original)
-	columns      int          // output columns, for the memory estimate
-	layout       string       // the files sink's layout (sink.Files.Layout), "" without one
-	topicID      string       // Kafka's id of the topic (KIP-516), "" when the brokers keep none
-	resume       ResumeStore  // nil: the output keeps no resume records
-	eos          *ExactlyOnce // nil: the Kafka output is at least once
-	inKafka      int64        // exactly_once: the Kafka output holds the partition's records before it (the group's offset at start)
-	stride       int64        // a backfill's cut points (plannedCut); 0 otherwise
-	flushWait    time.Duration
-	log          *slog.Logger
-	metrics      Metrics  // nil in tests: nothing recorded
-	progress     Progress // nil in tests
-	fetchMax     int64    // kafka.fetch.max_bytes: the first fetch's reservation; 0 reserves per record only
-
-	// release is how the worker lets go of its partition when its context
-	// ends (ReleaseWrite, ReleaseHandover, ReleaseLost); nil writes.
-	release *atomic.Int32
+	Config
 
 	fetchGuess int64 // the next fetch's reservation: the last fetch's bytes
 	fetchHeld  int64 // the budget the current fetch holds
@@ -157,16 +126,7 @@ type Config struct {
 }
 
 // New makes the worker of one partition; Run runs it.
-func New(c Config) *Worker {
-	return &Worker{
-		topic: c.Topic, partition: c.Partition, reader: c.Reader, decoder: c.Decoder, commit: c.Commit,
-		sinks: c.Sinks, dead: c.Dead, onError: c.OnError, onOutOfRange: c.OnOutOfRange, limits: c.Limits,
-		budget: c.Budget, limiter: c.Limiter, stats: c.Stats, prefix: c.Prefix, target: c.Target,
-		originals: c.Originals, columns: c.Columns, layout: c.Layout, topicID: c.TopicID, resume: c.Resume,
-		eos: c.EOS, inKafka: c.InKafka, stride: c.Stride, flushWait: c.FlushWait, log: c.Log,
-		metrics: c.Metrics, progress: c.Progress, fetchMax: c.FetchMax, release: c.Release,
-	}
-}
+func New(c Config) *Worker { return &Worker{Config: c} }
 
 // Progress follows a partition for the job's metrics: how far behind its
 // end it reads, since when it holds records not yet committed.
@@ -176,19 +136,12 @@ type Progress interface {
 	Committed()
 }
 
-// Topic and Partition name the worker's partition.
-func (w *Worker) Topic() string  { return w.topic }
-func (w *Worker) Partition() int { return w.partition }
-
 // Reached says the worker stopped because its partition reached the
 // target, and committed it.
 func (w *Worker) Reached() bool { return w.reached }
 
-// SetRelease sets how the worker lets go of its partition (Config.Release).
-func (w *Worker) SetRelease(r *atomic.Int32) { w.release = r }
-
 // Close closes the worker's reader.
-func (w *Worker) Close() error { return w.reader.Close() }
+func (w *Worker) Close() error { return w.Reader.Close() }
 
 // Limits bound a batch (the job's batch.max_rows, max_bytes, max_age):
 // it is cut when it reaches one.
@@ -212,22 +165,22 @@ func (e FatalError) Unwrap() error { return e.Err }
 // ctx cut short leaves its mark, and the next owner re-cuts the same batch.
 func (w *Worker) Run(ctx context.Context, pos position) error {
 	w.next, w.cut = pos.Offset, pos.Cut // package start decided, and said why
-	if w.cut >= 0 && pos.Layout != "" && pos.Layout != w.layout {
+	if w.cut >= 0 && pos.Layout != "" && pos.Layout != w.Layout {
 		w.cutLayout = pos.Layout // the pending cut finishes with the layout it was cut with
 	}
 	if w.cut < 0 {
 		w.cut = w.plannedCut(w.next)
 	}
-	w.reader.SetOffset(w.next)
+	w.Reader.SetOffset(w.next)
 	w.batch = openBatch{first: w.next, opened: time.Now()}
 	defer func() {
 		w.dropAhead()
-		w.budget.release(w.batch.bytes)
+		w.Budget.release(w.batch.bytes)
 		w.releaseFetch()
 		w.discardStaged()
 	}()
 	var err error
-	if w.target >= 0 && w.next > w.target {
+	if w.Target >= 0 && w.next > w.Target {
 		err = w.confirmPastTarget(ctx)
 	}
 	if err == nil {
@@ -241,7 +194,7 @@ func (w *Worker) Run(ctx context.Context, pos position) error {
 
 func (w *Worker) loop(ctx context.Context) error {
 	for {
-		if w.target >= 0 && w.next >= w.target && w.cut < 0 {
+		if w.Target >= 0 && w.next >= w.Target && w.cut < 0 {
 			if err := w.flush(ctx, w.next-1); err != nil {
 				return err
 			}
@@ -255,7 +208,7 @@ func (w *Worker) loop(ctx context.Context) error {
 			}
 			return err
 		}
-		msgs, high, err := w.reader.Fetch(ctx)
+		msgs, high, err := w.Reader.Fetch(ctx)
 		if ctx.Err() != nil {
 			return w.stop()
 		}
@@ -263,7 +216,7 @@ func (w *Worker) loop(ctx context.Context) error {
 		if err != nil {
 			var rangeErr *fetch.OffsetOutOfRangeError
 			if !errors.As(err, &rangeErr) {
-				w.log.Warn("fetch failed; retrying", "err", err)
+				w.Log.Warn("fetch failed; retrying", "err", err)
 				w.retried(OpFetch)
 				if !clock.Sleep(ctx, time.Second) {
 					return w.stop()
@@ -293,13 +246,13 @@ func (w *Worker) loop(ctx context.Context) error {
 				}
 				paced = i + n
 				// A paced fetch takes long: max_age holds inside it too.
-				if w.limiter != nil && w.cut < 0 && w.next > w.batch.first && time.Since(w.batch.opened) >= w.limits.MaxAge {
+				if w.Limiter != nil && w.cut < 0 && w.next > w.batch.first && time.Since(w.batch.opened) >= w.Limits.MaxAge {
 					if err := w.flushAhead(ctx, w.next-1); err != nil {
 						return err
 					}
 				}
 			}
-			if w.target >= 0 && m.Offset >= w.target {
+			if w.Target >= 0 && m.Offset >= w.Target {
 				ended = true // a replay's end, or the end seen at start: not one record more
 				break
 			}
@@ -329,22 +282,22 @@ func (w *Worker) loop(ctx context.Context) error {
 		}
 		w.recycle()
 		if ended {
-			w.next = w.target
+			w.next = w.Target
 		} else {
-			w.next = max(w.next, w.reader.Offset())
+			w.next = max(w.next, w.Reader.Offset())
 		}
-		if w.progress != nil {
-			w.progress.SetLag(high, w.next)
+		if w.Progress != nil {
+			w.Progress.SetLag(high, w.next)
 		}
-		if w.next > w.batch.first && w.progress != nil {
-			w.progress.Taken(time.Now())
+		if w.next > w.batch.first && w.Progress != nil {
+			w.Progress.Taken(time.Now())
 		}
 		switch {
 		case w.cut >= 0 && w.next > w.cut:
 			if err := w.flushCut(ctx); err != nil {
 				return err
 			}
-		case w.cut < 0 && w.next > w.batch.first && (w.full() || time.Since(w.batch.opened) >= w.limits.MaxAge):
+		case w.cut < 0 && w.next > w.batch.first && (w.full() || time.Since(w.batch.opened) >= w.Limits.MaxAge):
 			if err := w.flushAhead(ctx, w.next-1); err != nil {
 				return err
 			}
@@ -389,27 +342,27 @@ func (w *Worker) stop() error {
 	}
 	switch w.releaseMode() {
 	case ReleaseLost:
-		w.log.Info("partition lost to another member: not writing its open batch; the new owner reads from the last commit", "first", w.batch.first, "next", w.next)
+		w.Log.Info("partition lost to another member: not writing its open batch; the new owner reads from the last commit", "first", w.batch.first, "next", w.next)
 		return nil
 	case ReleaseHandover:
 		// A batch older than half of max_age is written all the same, so a
 		// partition that moves more often than max_age still commits.
-		if !w.batch.delivered && time.Since(w.batch.opened) < w.limits.MaxAge/2 {
-			w.log.Info("partition moves: handing its open batch over; the new owner reads it again from the last commit", "first", w.batch.first, "next", w.next)
+		if !w.batch.delivered && time.Since(w.batch.opened) < w.Limits.MaxAge/2 {
+			w.Log.Info("partition moves: handing its open batch over; the new owner reads it again from the last commit", "first", w.batch.first, "next", w.next)
 			return nil
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), w.flushWait)
+	ctx, cancel := context.WithTimeout(context.Background(), w.FlushWait)
 	defer cancel()
 	err := w.flush(ctx, w.next-1)
 	switch {
 	case err == nil:
 	case errors.Is(err, errFenced):
-		w.log.Info("not flushing on stop: the group already moved on", "err", err)
+		w.Log.Info("not flushing on stop: the group already moved on", "err", err)
 	default:
 		// Nothing is lost: the next owner reads again from the last commit
 		// (and re-cuts the batch if its mark was committed).
-		w.log.Warn("flushing on stop failed; the next owner re-reads the batch", "err", err)
+		w.Log.Warn("flushing on stop failed; the next owner re-reads the batch", "err", err)
 	}
 	return nil
 }
@@ -418,28 +371,28 @@ func (w *Worker) stop() error {
 // delivered batch: not when the partition is lost.
 func (w *Worker) stopAhead() error {
 	if w.releaseMode() == ReleaseLost {
-		w.log.Info("partition lost to another member: not committing its batch in the cycle; the new owner reads from the last commit", "first", w.ahead.b.first, "last", w.ahead.last)
+		w.Log.Info("partition lost to another member: not committing its batch in the cycle; the new owner reads from the last commit", "first", w.ahead.b.first, "last", w.ahead.last)
 		w.dropAhead()
 		return errFenced
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), w.flushWait)
+	ctx, cancel := context.WithTimeout(context.Background(), w.FlushWait)
 	defer cancel()
 	err := w.join(ctx, true)
 	switch {
 	case err == nil:
 	case errors.Is(err, errFenced):
-		w.log.Info("not committing the batch in the cycle on stop: the group already moved on", "err", err)
+		w.Log.Info("not committing the batch in the cycle on stop: the group already moved on", "err", err)
 	default:
-		w.log.Warn("committing the batch in the cycle on stop failed; the next owner re-reads it", "first", w.ahead.b.first, "last", w.ahead.last, "err", err)
+		w.Log.Warn("committing the batch in the cycle on stop failed; the next owner re-reads it", "first", w.ahead.b.first, "last", w.ahead.last, "err", err)
 	}
 	return err
 }
 
 func (w *Worker) releaseMode() int32 {
-	if w.release == nil {
+	if w.Release == nil {
 		return ReleaseWrite
 	}
-	return w.release.Load()
+	return w.Release.Load()
 }
 
 // full is the size part of the flush rule, checked after every record so a
@@ -447,8 +400,8 @@ func (w *Worker) releaseMode() int32 {
 // fetch.
 func (w *Worker) full() bool {
 	b := &w.batch
-	return (w.limits.MaxRows > 0 && len(b.rows)+b.staged+len(b.dead) >= w.limits.MaxRows) || b.full ||
-		(w.limits.MaxBytes > 0 && b.bytes-b.sinkBytes+b.stagedBytes >= w.limits.MaxBytes)
+	return (w.Limits.MaxRows > 0 && len(b.rows)+b.staged+len(b.dead) >= w.Limits.MaxRows) || b.full ||
+		(w.Limits.MaxBytes > 0 && b.bytes-b.sinkBytes+b.stagedBytes >= w.Limits.MaxBytes)
 }
 
 // reserve takes the record's bytes from the memory budget. When the budget is
@@ -458,8 +411,8 @@ func (w *Worker) full() bool {
 // its own batch rather than wait for others that may be waiting too; it
 // waits only with nothing to give back. A re-cut never waits (recutReserve).
 func (w *Worker) reserve(ctx context.Context, m *record.Record) error {
-	n := w.budget.clamp(w.recordCost(m))
-	if w.budget.tryAcquire(n) {
+	n := w.Budget.clamp(w.recordCost(m))
+	if w.Budget.tryAcquire(n) {
 		w.batch.bytes += n
 		return nil
 	}
@@ -483,8 +436,8 @@ func (w *Worker) reserve(ctx context.Context, m *record.Record) error {
 // value. On the demo's logs it is 1.2× the heap a row keeps (1,086 vs
 // 889 bytes; TestRecordCostCoversTheHeap).
 func (w *Worker) recordCost(m *record.Record) int64 {
-	n := len(m.Value) + 48*w.columns + 96
-	if w.originals {
+	n := len(m.Value) + 48*w.Columns + 96
+	if w.Originals {
 		n += len(m.Key) + len(m.Value)
 	}
 	return int64(n)
@@ -492,11 +445,11 @@ func (w *Worker) recordCost(m *record.Record) int64 {
 
 // take decodes one record into the open batch, or makes it a dead letter.
 func (w *Worker) take(m *record.Record) error {
-	w.stats.Records.Add(1)
+	w.Stats.Records.Add(1)
 	if w.scratch == nil {
-		w.scratch = w.decoder.NewScratch()
+		w.scratch = w.Decoder.NewScratch()
 	}
-	row, keep, err := w.scratch.Decode(m, w.rows.row(w.columns))
+	row, keep, err := w.scratch.Decode(m, w.rows.row(w.Columns))
 	b := &w.batch
 	if err != nil {
 		dead := len(b.dead)
@@ -504,18 +457,18 @@ func (w *Worker) take(m *record.Record) error {
 			return err
 		}
 		if len(b.dead) > dead {
-			b.deadBytes += w.budget.clamp(w.recordCost(m))
+			b.deadBytes += w.Budget.clamp(w.recordCost(m))
 		}
 		return nil
 	}
 	if !keep {
-		w.stats.Filtered.Add(1)
+		w.Stats.Filtered.Add(1)
 		return nil
 	}
 	b.rows = append(b.rows, row)
 	w.rows.keep()
 	src := sink.Source{Offset: m.Offset, Timestamp: m.Time}
-	if w.originals {
+	if w.Originals {
 		src.Key, src.Value = m.Key, m.Value
 	}
 	b.sources = append(b.sources, src)
@@ -527,7 +480,7 @@ func (w *Worker) take(m *record.Record) error {
 // rows and dead letters keep), unless the rows keep their source records
 // (sinks.kafka.value: original).
 func (w *Worker) recycle() {
-	if r, ok := w.reader.(interface{ Recycle() }); ok && !w.originals {
+	if r, ok := w.Reader.(interface{ Recycle() }); ok && !w.Originals {
 		r.Recycle()
 	}
 }
@@ -574,7 +527,7 @@ func (w *Worker) cutBatch(ctx context.Context, last int64, ahead bool) error {
 		last = b.last
 	} else if w.using = w.batchLayout(); len(b.rows) > 0 || b.staged > 0 || len(b.dead) > 0 {
 		if !w.catchingUp() {
-			if err := w.commitRetrying(ctx, b.first, start.MarkOf(last, w.topicID, w.using)); err != nil {
+			if err := w.commitRetrying(ctx, b.first, start.MarkOf(last, w.TopicID, w.using)); err != nil {
 				return err
 			}
 		}
@@ -585,7 +538,7 @@ func (w *Worker) cutBatch(ctx context.Context, last int64, ahead bool) error {
 		// Where the partition reads on, a table that is the last output
 		// gets its data files written here and its snapshot with the rest
 		// of the batch ahead (commitAhead).
-		split := ahead && w.eos == nil && w.using == w.layout && last != w.cut
+		split := ahead && w.EOS == nil && w.using == w.Layout && last != w.cut
 		if err := w.deliver(ctx, last, split); err != nil {
 			if errors.As(err, new(*sink.RestageError)) {
 				w.cut = last // the mark names this cut: the batch read again ends here
@@ -598,7 +551,7 @@ func (w *Worker) cutBatch(ctx context.Context, last int64, ahead bool) error {
 		}
 		// With exactly_once the output holds the batch once its
 		// transaction commits: commitNext records it then.
-		if w.eos == nil {
+		if w.EOS == nil {
 			if err := w.saveResume(ctx, b.first, last, false); err != nil {
 				return err
 			}
@@ -606,7 +559,7 @@ func (w *Worker) cutBatch(ctx context.Context, last int64, ahead bool) error {
 		b.delivered, b.last = true, last
 		sink.Failpoint(ctx, sink.FailDelivered)
 	}
-	if ahead && w.eos != nil && w.using == w.layout && last != w.cut {
+	if ahead && w.EOS != nil && w.using == w.Layout && last != w.cut {
 		w.handOff(ctx, last)
 		return nil
 	}
@@ -625,14 +578,14 @@ func (w *Worker) cutBatch(ctx context.Context, last int64, ahead bool) error {
 // batchCommitted counts a batch whose commit is in and gives its budget
 // back.
 func (w *Worker) batchCommitted(b *openBatch, last int64) {
-	if w.progress != nil {
-		w.progress.Committed()
+	if w.Progress != nil {
+		w.Progress.Committed()
 	}
-	w.stats.Batches.Add(1)
-	w.stats.Rows.Add(int64(b.staged + len(b.rows)))
-	w.stats.DeadLetters.Add(int64(len(b.dead)))
-	w.log.Debug("batch committed", "first", b.first, "last", last, "rows", b.staged+len(b.rows), "dead_letters", len(b.dead))
-	w.budget.release(b.bytes)
+	w.Stats.Batches.Add(1)
+	w.Stats.Rows.Add(int64(b.staged + len(b.rows)))
+	w.Stats.DeadLetters.Add(int64(len(b.dead)))
+	w.Log.Debug("batch committed", "first", b.first, "last", last, "rows", b.staged+len(b.rows), "dead_letters", len(b.dead))
+	w.Budget.release(b.bytes)
 }
 
 // commitRetrying commits until the coordinator takes it or refuses this
@@ -645,8 +598,8 @@ func (w *Worker) commitRetrying(ctx context.Context, offset int64, metadata stri
 		step = StepCut
 	}
 	defer w.timeCommit(step, time.Now())
-	return Retry(ctx, w.log, "committing offset "+strconv.FormatInt(offset, 10), w.retrier(OpCommit), func() error {
-		return w.commit.Commit(ctx, w.topic, w.partition, offset, metadata)
+	return Retry(ctx, w.Log, "committing offset "+strconv.FormatInt(offset, 10), w.retrier(OpCommit), func() error {
+		return w.Commit.Commit(ctx, w.Topic, w.Partition, offset, metadata)
 	})
 }
 
@@ -731,8 +684,8 @@ func (w *Worker) deliver(ctx context.Context, last int64, split bool) error {
 
 // sinkBatch is the open batch, cut at last, as the sinks take it.
 func (w *Worker) sinkBatch(b *openBatch, last int64) *sink.Batch {
-	return &sink.Batch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Schema: w.decoder.Schema(), Rows: b.rows,
-		Sources: b.sources, Staged: b.staged, Prefix: w.prefix, ValidText: true, TopicID: w.topicID}
+	return &sink.Batch{Topic: w.Topic, Partition: w.Partition, First: b.first, Last: last, Schema: w.Decoder.Schema(), Rows: b.rows,
+		Sources: b.sources, Staged: b.staged, Prefix: w.Prefix, ValidText: true, TopicID: w.TopicID}
 }
 
 // writeDeadLetters writes the batch's dead letters with every dead-letter
@@ -745,7 +698,7 @@ func (w *Worker) writeDeadLetters(ctx context.Context, dead []DeadLetterWriter, 
 			continue
 		}
 		if err := w.retrySink(ctx, "writing dead letters", OpDeadLetter, func() error {
-			return d.writeDeadLetters(ctx, &deadBatch{Topic: w.topic, Partition: w.partition, First: b.first, Last: last, Prefix: w.prefix, Letters: b.dead})
+			return d.writeDeadLetters(ctx, &deadBatch{Topic: w.Topic, Partition: w.Partition, First: b.first, Last: last, Prefix: w.Prefix, Letters: b.dead})
 		}); err != nil {
 			return err
 		}
@@ -762,12 +715,12 @@ func (w *Worker) writeDeadLetters(ctx context.Context, dead []DeadLetterWriter, 
 func (w *Worker) outOfRange(ctx context.Context, oor *fetch.OffsetOutOfRangeError) error {
 	next := w.next
 	pastEnd := next > oor.LogEnd
-	if w.onOutOfRange == "fail" {
+	if w.OnOutOfRange == "fail" {
 		if pastEnd && !oor.Truncated {
 			return FatalError{fmt.Errorf("%s/%d: the committed offset %d is past the log end %d (the log holds [%d, %d)): the topic was deleted and recreated, "+
 				"or an unclean leader election truncated it; set kafka.on_offset_out_of_range: earliest to read it from %d, or latest to continue from %d "+
 				"(a recreated topic numbers its records from 0 again: move the old files or point sinks.files.url elsewhere first, or they are overwritten)",
-				w.topic, w.partition, next, oor.LogEnd, oor.LogStart, oor.LogEnd, oor.LogStart, oor.LogEnd)}
+				w.Topic, w.Partition, next, oor.LogEnd, oor.LogStart, oor.LogEnd, oor.LogStart, oor.LogEnd)}
 		}
 		if next < oor.LogStart {
 			inCut := ""
@@ -775,18 +728,18 @@ func (w *Worker) outOfRange(ctx context.Context, oor *fetch.OffsetOutOfRangeErro
 				inCut = fmt.Sprintf(" (in the pending cut %d-%d: earliest re-cuts what is left under the same name)", w.batch.first, w.cut)
 			}
 			return FatalError{fmt.Errorf("%s/%d: offset %d is gone (the log now starts at %d): retention deleted %d records before they were read%s; "+
-				"set kafka.on_offset_out_of_range: earliest to continue from %d", w.topic, w.partition, next, oor.LogStart, oor.LogStart-next, inCut, oor.LogStart)}
+				"set kafka.on_offset_out_of_range: earliest to continue from %d", w.Topic, w.Partition, next, oor.LogStart, oor.LogStart-next, inCut, oor.LogStart)}
 		}
 	}
-	w.stats.OffsetResets.Add(1)
+	w.Stats.OffsetResets.Add(1)
 	if w.cut >= 0 && !pastEnd && oor.LogStart <= w.cut {
 		// Retention moved the start into a batch already cut: re-cut what
 		// is left, under the mark's name, before any policy applies.
 		lost := oor.LogStart - next
-		w.stats.LostRecords.Add(lost)
-		w.log.Warn("offset out of range inside a pending cut; re-cutting what is left under its name", "offset", next, "log_start", oor.LogStart,
+		w.Stats.LostRecords.Add(lost)
+		w.Log.Warn("offset out of range inside a pending cut; re-cutting what is left under its name", "offset", next, "log_start", oor.LogStart,
 			"first", w.batch.first, "cut", w.cut, "lost_records", lost)
-		w.reader.SetOffset(oor.LogStart)
+		w.Reader.SetOffset(oor.LogStart)
 		w.next = oor.LogStart
 		return nil
 	}
@@ -800,22 +753,22 @@ func (w *Worker) outOfRange(ctx context.Context, oor *fetch.OffsetOutOfRangeErro
 		}
 		w.cut = -1
 	}
-	if w.onOutOfRange == "fail" && oor.Truncated {
+	if w.OnOutOfRange == "fail" && oor.Truncated {
 		return FatalError{fmt.Errorf("%s/%d: %w; the records from %d to %d were written out but are no longer in Kafka; "+
-			"set kafka.on_offset_out_of_range: earliest to continue from %d, the new leader's records", w.topic, w.partition, oor, oor.LogEnd, next-1, oor.LogEnd)}
+			"set kafka.on_offset_out_of_range: earliest to continue from %d, the new leader's records", w.Topic, w.Partition, oor, oor.LogEnd, next-1, oor.LogEnd)}
 	}
 	to := oor.LogStart // earliest, and a recreated log read from its start
-	if w.onOutOfRange == "latest" || oor.Truncated {
+	if w.OnOutOfRange == "latest" || oor.Truncated {
 		to = oor.LogEnd // a truncated log goes on where the logs part
 	}
 	lost := max(0, to-next)
 	if pastEnd && !oor.Truncated {
 		lost = to - oor.LogStart // the new log's records skipped
 	}
-	w.stats.LostRecords.Add(lost)
-	w.log.Warn("offset out of range; moving on", "offset", next, "log_start", oor.LogStart, "log_end", oor.LogEnd, "past_end", pastEnd,
-		"to", to, "lost_records", lost, "policy", w.onOutOfRange)
-	w.reader.SetOffset(to)
+	w.Stats.LostRecords.Add(lost)
+	w.Log.Warn("offset out of range; moving on", "offset", next, "log_start", oor.LogStart, "log_end", oor.LogEnd, "past_end", pastEnd,
+		"to", to, "lost_records", lost, "policy", w.OnOutOfRange)
+	w.Reader.SetOffset(to)
 	w.batch.first, w.next = to, to
 	w.cut = w.plannedCut(to)
 	return nil
@@ -827,7 +780,7 @@ func (w *Worker) outOfRange(ctx context.Context, oor *fetch.OffsetOutOfRangeErro
 // since, and then there is nothing to read up to the target.
 func (w *Worker) confirmPastTarget(ctx context.Context) error {
 	for {
-		_, _, err := w.reader.Fetch(ctx)
+		_, _, err := w.Reader.Fetch(ctx)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -836,11 +789,11 @@ func (w *Worker) confirmPastTarget(ctx context.Context) error {
 		case errors.As(err, &oor):
 			return w.outOfRange(ctx, oor)
 		case err == nil:
-			w.target = w.next
-			w.reader.SetOffset(w.next)
+			w.Target = w.next
+			w.Reader.SetOffset(w.next)
 			return nil
 		}
-		w.log.Warn("fetch failed; retrying", "err", err)
+		w.Log.Warn("fetch failed; retrying", "err", err)
 		if !clock.Sleep(ctx, time.Second) {
 			return ctx.Err()
 		}
@@ -850,11 +803,11 @@ func (w *Worker) confirmPastTarget(ctx context.Context) error {
 // wait applies max_records_per_second to the next of n records: it waits
 // for up to a burst of them and says how many may be taken.
 func (w *Worker) wait(ctx context.Context, n int) (int, error) {
-	if w.limiter == nil {
+	if w.Limiter == nil {
 		return n, nil
 	}
-	k := min(n, w.limiter.Burst())
-	return k, w.limiter.WaitN(ctx, k)
+	k := min(n, w.Limiter.Burst())
+	return k, w.Limiter.WaitN(ctx, k)
 }
 
 // Retry calls f with capped exponential backoff until it succeeds, ctx ends,
@@ -885,8 +838,8 @@ func Retry(ctx context.Context, log *slog.Logger, what string, onRetry func(), f
 // offset k·stride-1, or the range's last offset; -1 outside backfills and
 // at the range's end.
 func (w *Worker) plannedCut(from int64) int64 {
-	if w.stride <= 0 || w.target < 0 || from >= w.target {
+	if w.Stride <= 0 || w.Target < 0 || from >= w.Target {
 		return -1
 	}
-	return min((from/w.stride+1)*w.stride-1, w.target-1)
+	return min((from/w.Stride+1)*w.Stride-1, w.Target-1)
 }

@@ -26,7 +26,7 @@ func TestRecordCostCoversTheHeap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &Worker{columns: len(dec.Schema().Fields)}
+	w := &Worker{Config: Config{Columns: len(dec.Schema().Fields)}}
 	gen := loggen.New(1, time.Now(), time.Millisecond)
 	const n = 200000
 	rows := make([]sink.Row, 0, n)

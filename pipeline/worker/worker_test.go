@@ -104,12 +104,12 @@ func testWorker(t *testing.T, log *fakeLog, maxRows int, onError string) (*Worke
 		t.Fatal(err)
 	}
 	c, s, d := &fakeCommitter{}, &fakeSink{}, &fakeDead{}
-	return &Worker{
-		topic: "t", reader: log, decoder: dec, columns: len(dec.Schema().Fields), commit: c, sinks: []sink.Sink{s}, dead: []DeadLetterWriter{d},
-		onError: onError, onOutOfRange: "fail", limits: Limits{MaxRows: maxRows, MaxBytes: 1 << 30, MaxAge: time.Hour},
-		budget: NewBudget(1 << 30), stats: NewStats(), target: int64(len(log.values)), flushWait: time.Second,
-		log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}, c, s, d
+	return &Worker{Config: Config{
+		Topic: "t", Reader: log, Decoder: dec, Columns: len(dec.Schema().Fields), Commit: c, Sinks: []sink.Sink{s}, Dead: []DeadLetterWriter{d},
+		OnError: onError, OnOutOfRange: "fail", Limits: Limits{MaxRows: maxRows, MaxBytes: 1 << 30, MaxAge: time.Hour},
+		Budget: NewBudget(1 << 30), Stats: NewStats(), Target: int64(len(log.values)), FlushWait: time.Second,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}}, c, s, d
 }
 
 func TestWorkerCommitProtocol(t *testing.T) {
@@ -192,8 +192,8 @@ func TestWorkerOnError(t *testing.T) {
 	if err := w.Run(context.Background(), position{Offset: 0, Cut: -1}); err != nil {
 		t.Fatal(err)
 	}
-	if len(d.batches) != 0 || fmt.Sprint(s.batches) != "[0-2:2]" || w.stats.Skipped.Load() != 1 {
-		t.Errorf("skip: sink %v, dead %v, skipped %d", s.batches, d.batches, w.stats.Skipped.Load())
+	if len(d.batches) != 0 || fmt.Sprint(s.batches) != "[0-2:2]" || w.Stats.Skipped.Load() != 1 {
+		t.Errorf("skip: sink %v, dead %v, skipped %d", s.batches, d.batches, w.Stats.Skipped.Load())
 	}
 	w, c, _, _ := testWorker(t, &fakeLog{values: logValues(3, []int64{1}, nil), perFetch: 10}, 10, "fail")
 	err := w.Run(context.Background(), position{Offset: 0, Cut: -1})
@@ -216,7 +216,7 @@ func TestWorkerOffsetOutOfRange(t *testing.T) {
 		t.Run(policy, func(t *testing.T) {
 			log := &fakeLog{values: logValues(6, nil, nil), perFetch: 10, logStart: 3}
 			w, _, s, _ := testWorker(t, log, 10, "dead_letter")
-			w.onOutOfRange = policy
+			w.OnOutOfRange = policy
 			err := w.Run(context.Background(), position{Offset: 1, Cut: -1})
 			switch policy {
 			case "fail":
@@ -224,12 +224,12 @@ func TestWorkerOffsetOutOfRange(t *testing.T) {
 					t.Errorf("err %v; want a fatal error that says what to set", err)
 				}
 			case "earliest":
-				if err != nil || fmt.Sprint(s.batches) != "[3-5:3]" || w.stats.LostRecords.Load() != 2 {
-					t.Errorf("err %v, batches %v, lost %d; want 3-5 and 2 lost", err, s.batches, w.stats.LostRecords.Load())
+				if err != nil || fmt.Sprint(s.batches) != "[3-5:3]" || w.Stats.LostRecords.Load() != 2 {
+					t.Errorf("err %v, batches %v, lost %d; want 3-5 and 2 lost", err, s.batches, w.Stats.LostRecords.Load())
 				}
 			case "latest":
-				if err != nil || len(s.batches) != 0 || w.stats.LostRecords.Load() != 5 {
-					t.Errorf("err %v, batches %v, lost %d; want nothing read and 5 lost", err, s.batches, w.stats.LostRecords.Load())
+				if err != nil || len(s.batches) != 0 || w.Stats.LostRecords.Load() != 5 {
+					t.Errorf("err %v, batches %v, lost %d; want nothing read and 5 lost", err, s.batches, w.Stats.LostRecords.Load())
 				}
 			}
 		})
@@ -239,22 +239,22 @@ func TestWorkerOffsetOutOfRange(t *testing.T) {
 func TestWorkerBudgetCutsEarly(t *testing.T) {
 	log := &fakeLog{values: logValues(10, nil, nil), perFetch: 10}
 	w, _, s, _ := testWorker(t, log, 100, "dead_letter")
-	w.budget = NewBudget(3 * w.recordCost(&record.Record{Value: []byte(`{"n": 0}`)}))
+	w.Budget = NewBudget(3 * w.recordCost(&record.Record{Value: []byte(`{"n": 0}`)}))
 	if err := w.Run(context.Background(), position{Offset: 0, Cut: -1}); err != nil {
 		t.Fatal(err)
 	}
-	if len(s.batches) < 3 || w.stats.BudgetCuts.Load() == 0 {
-		t.Errorf("batches %v, budget cuts %d: a full budget must cut batches early", s.batches, w.stats.BudgetCuts.Load())
+	if len(s.batches) < 3 || w.Stats.BudgetCuts.Load() == 0 {
+		t.Errorf("batches %v, budget cuts %d: a full budget must cut batches early", s.batches, w.Stats.BudgetCuts.Load())
 	}
 }
 
 func TestWorkerStopFlushes(t *testing.T) {
 	log := &fakeLog{values: logValues(4, nil, nil), perFetch: 10}
 	w, c, s, _ := testWorker(t, log, 100, "dead_letter")
-	w.target = -1 // streaming
+	w.Target = -1 // streaming
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		for w.stats.Records.Load() < 4 {
+		for w.Stats.Records.Load() < 4 {
 			time.Sleep(time.Millisecond)
 		}
 		cancel()
@@ -275,14 +275,14 @@ func TestWorkerStopFlushes(t *testing.T) {
 func TestWorkerPacesRecordsNotFetches(t *testing.T) {
 	log := &fakeLog{values: logValues(1000, nil, nil), perFetch: 1000}
 	w, c, _, _ := testWorker(t, log, 0, "dead_letter")
-	w.target = -1
-	w.limiter = rate.NewLimiter(100, 10) // the whole fetch: 10 s
+	w.Target = -1
+	w.Limiter = rate.NewLimiter(100, 10) // the whole fetch: 10 s
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	if err := w.Run(ctx, position{Offset: 0, Cut: -1}); err != nil {
 		t.Fatal(err)
 	}
-	taken := w.stats.Records.Load()
+	taken := w.Stats.Records.Load()
 	if taken < 10 || taken > 100 {
 		t.Errorf("%d records taken in 300 ms at 100/s with bursts of 10: want the first burst at once and the rest paced", taken)
 	}
@@ -299,9 +299,9 @@ func TestWorkerPacesRecordsNotFetches(t *testing.T) {
 func TestWorkerPacedBatchHonoursMaxAge(t *testing.T) {
 	log := &fakeLog{values: logValues(1000, nil, nil), perFetch: 1000}
 	w, c, s, _ := testWorker(t, log, 0, "dead_letter")
-	w.target = -1
-	w.limits.MaxAge = 100 * time.Millisecond
-	w.limiter = rate.NewLimiter(100, 10) // the whole fetch: 10 s
+	w.Target = -1
+	w.Limits.MaxAge = 100 * time.Millisecond
+	w.Limiter = rate.NewLimiter(100, 10) // the whole fetch: 10 s
 	ctx, cancel := context.WithTimeout(context.Background(), 550*time.Millisecond)
 	defer cancel()
 	if err := w.Run(ctx, position{Offset: 0, Cut: -1}); err != nil {
@@ -336,7 +336,7 @@ func (b *blockingTable) Write(ctx context.Context, _ *sink.Batch) error {
 // only once a worker has returned.
 func TestWorkerEndingOnAnErrorEndsItsBatchInTheCycle(t *testing.T) {
 	w, _, _, _ := testWorker(t, &fakeLog{values: logValues(10, []int64{5}, nil), perFetch: 10}, 3, "fail")
-	w.sinks = []sink.Sink{&blockingTable{}}
+	w.Sinks = []sink.Sink{&blockingTable{}}
 	done := make(chan error, 1)
 	go func() { done <- w.Run(context.Background(), position{Offset: 0, Cut: -1}) }()
 	select {
@@ -347,7 +347,7 @@ func TestWorkerEndingOnAnErrorEndsItsBatchInTheCycle(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the worker did not end: it waits for the commit of the batch in the cycle")
 	}
-	if used := w.budget.inUse(); used != 0 {
+	if used := w.Budget.inUse(); used != 0 {
 		t.Errorf("%d bytes of the budget still held", used)
 	}
 }

@@ -44,7 +44,7 @@ func TestWorkerLogTruncated(t *testing.T) {
 			defer cancel()
 			log := &truncatingLog{fakeLog: &fakeLog{values: logValues(6, nil, nil), perFetch: 10}, at: 2, fresh: logValues(3, nil, nil), end: cancel}
 			w, _, s, _ := testWorker(t, log.fakeLog, 10, "dead_letter")
-			w.reader, w.target, w.onOutOfRange = log, -1, policy
+			w.Reader, w.Target, w.OnOutOfRange = log, -1, policy
 			err := w.Run(ctx, position{Offset: 0, Cut: -1})
 			switch policy {
 			case "fail":
@@ -52,8 +52,8 @@ func TestWorkerLogTruncated(t *testing.T) {
 					t.Errorf("err %v; want a fatal error naming the truncation and what to set", err)
 				}
 			case "earliest":
-				if fmt.Sprint(s.batches) != "[0-5:6 2-4:3]" || w.stats.LostRecords.Load() != 0 {
-					t.Errorf("err %v, batches %v, lost %d; want 0-5, then the new records 2-4", err, s.batches, w.stats.LostRecords.Load())
+				if fmt.Sprint(s.batches) != "[0-5:6 2-4:3]" || w.Stats.LostRecords.Load() != 0 {
+					t.Errorf("err %v, batches %v, lost %d; want 0-5, then the new records 2-4", err, s.batches, w.Stats.LostRecords.Load())
 				}
 			}
 		})
