@@ -209,8 +209,12 @@ type ParquetWriter struct {
 	// values written since its last page; -1 for the other leaves.
 	dictBytes    []int
 	dictMaxBytes int
-	entries      [][2]string // a map's keys and values, sorted by key
-	sorted       *sortedMaps // the entries of maps written lately; nil until a map is
+	// leafText is, per leaf column, the bytes of the pending values' text,
+	// counted as they are added: what writePending adds to dictBytes
+	// without going over the values once more.
+	leafText []int
+	entries  [][2]string // a map's keys and values, sorted by key
+	sorted   *sortedMaps // the entries of maps written lately; nil until a map is
 	// order sorts the rows of each run (sortrows.go); nil writes them as
 	// they come.
 	order *rowOrder
@@ -266,6 +270,7 @@ func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig, pages parque
 		pending: make([][]parquet.Value, leaves), mark: make([]int, leaves),
 		chunkBytes: int(max(min(int64(cfg.PageBytes)/4, cfg.RowGroupBytes/16), 1)),
 		dictBytes:  make([]int, leaves), dictMaxBytes: int(cfg.DictionaryMaxBytes),
+		leafText: make([]int, leaves),
 	}
 	for i := range pw.dictBytes {
 		pw.dictBytes[i] = -1
@@ -427,6 +432,7 @@ func (pw *ParquetWriter) writeRow(r Row, validText bool) error {
 				pw.pending[j] = pw.pending[j][:n]
 			}
 			pw.pendingBytes = bytes
+			pw.recountText()
 			return &valueError{fmt.Errorf("parquet: column %q (%s): %w", c.field.Name, c.field.Type, err)}
 		}
 	}
@@ -461,10 +467,9 @@ func (pw *ParquetWriter) writePending() error {
 			return fmt.Errorf("parquet: %w", err)
 		}
 		if pw.dictBytes[i] >= 0 {
-			for _, v := range vals {
-				pw.dictBytes[i] += len(v.ByteArray())
-			}
+			pw.dictBytes[i] += pw.leafText[i]
 		}
+		pw.leafText[i] = 0
 		clear(vals) // the values point into the rows' strings
 		pw.pending[i] = vals[:0]
 		// parquet-go checks dictionary_max_bytes only when it writes a page,
@@ -647,6 +652,22 @@ func (pw *ParquetWriter) add(leaf int, v parquet.Value, rep, def, n int) {
 	last.SetColumnIndex(leaf)
 	pw.pending[leaf] = vals
 	pw.pendingBytes += 8 + n
+	pw.leafText[leaf] += n
+}
+
+// recountText sets leafText from the pending values, for the paths that
+// put values in pending other than through add (a refused row's values
+// taken back, a sorted run's chunk, a row read back from a file).
+func (pw *ParquetWriter) recountText() {
+	for i, vals := range pw.pending {
+		n := 0
+		if pw.dictBytes[i] >= 0 { // text only: the others' counts are not read
+			for j := range vals {
+				n += len(vals[j].ByteArray())
+			}
+		}
+		pw.leafText[i] = n
+	}
 }
 
 // appendMap writes a map as its key_value group: every key, then every
