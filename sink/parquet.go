@@ -294,8 +294,8 @@ func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig, pages parque
 
 // open starts the file's parquet-go writer once the first chunk is
 // pending, choosing the encoding of text and integer columns from that
-// chunk (distinctText, fewIntegers, smallSteps). The chunk ends where the rows alone say, so the same
-// rows still make the same file.
+// chunk (distinctText, fewIntegers, smallSteps). The chunk ends where the
+// rows alone say, so the same rows still make the same file.
 func (pw *ParquetWriter) open() error {
 	chosen := make([]encoding.Encoding, len(pw.cols))
 	for i, c := range pw.cols {
