@@ -90,6 +90,14 @@ type ParquetConfig struct {
 	// Not a setting: true once defaulted, and false in a layout an older
 	// version recorded, so a re-cut writes the bytes the first cut did.
 	FewIntegers bool `yaml:"-" json:",omitempty"`
+	// SortedIntegers is how a writer encodes an int32, int64, timestamp or
+	// date column without a dictionary whose first values step by small
+	// differences (smallSteps: times, offsets): "delta"
+	// (DELTA_BINARY_PACKED) or "plain" (for readers without that
+	// encoding, as Iceberg's vectorized readers before 1.10). Empty, in a
+	// layout recorded by an older version, is "plain", so a re-cut writes
+	// the bytes the first cut did.
+	SortedIntegers string `yaml:"sorted_integers" json:",omitempty"`
 	// DataPageVersion 1 is what parquet-mr, pyarrow and Spark write by
 	// default, so every reader takes it.
 	DataPageVersion int `yaml:"data_page_version"`
@@ -187,6 +195,8 @@ var (
 	ParquetCompressions = []string{"zstd", "snappy", "gzip", "none"}
 	// The values of files.parquet.distinct_text.
 	DistinctTextDeltaLength, DistinctTextDictionary = "delta_length", "dictionary"
+	// The values of files.parquet.sorted_integers.
+	SortedIntegersDelta, SortedIntegersPlain = "delta", "plain"
 	// The compressions with levels: their default and their highest.
 	defaultCompressionLevels = map[string]int{"zstd": 3, "gzip": 6}
 	maxCompressionLevels     = map[string]int{"zstd": 22, "gzip": 9}
@@ -278,6 +288,7 @@ func (p *ParquetConfig) setDefaults() {
 	confkey.Default(&p.DictionaryMaxBytes, 16<<10)
 	confkey.Default(&p.DistinctText, DistinctTextDeltaLength)
 	p.FewIntegers = true
+	confkey.Default(&p.SortedIntegers, SortedIntegersDelta)
 	confkey.Default(&p.DataPageVersion, 1)
 }
 
@@ -418,6 +429,9 @@ func (p *ParquetConfig) validate() error {
 	}
 	if p.DistinctText != DistinctTextDeltaLength && p.DistinctText != DistinctTextDictionary {
 		return confkey.Errorf("files.parquet.distinct_text", "%q is not one of %s, %s", p.DistinctText, DistinctTextDeltaLength, DistinctTextDictionary)
+	}
+	if p.SortedIntegers != SortedIntegersDelta && p.SortedIntegers != SortedIntegersPlain {
+		return confkey.Errorf("files.parquet.sorted_integers", "%q is not one of %s, %s", p.SortedIntegers, SortedIntegersDelta, SortedIntegersPlain)
 	}
 	if p.DataPageVersion != 1 && p.DataPageVersion != 2 {
 		return confkey.Errorf("files.parquet.data_page_version", "%d is not one of 1, 2", p.DataPageVersion)

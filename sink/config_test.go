@@ -55,6 +55,7 @@ func TestConfigValidateNamesTheKey(t *testing.T) {
 		{"files.parquet.compression_level", func(c *Config) { c.Files.Parquet.Compression, c.Files.Parquet.CompressionLevel = "gzip", 10 }},
 		{"files.parquet.data_page_version", func(c *Config) { c.Files.Parquet.DataPageVersion = 3 }},
 		{"files.parquet.distinct_text", func(c *Config) { c.Files.Parquet.DistinctText = "delta" }},
+		{"files.parquet.sorted_integers", func(c *Config) { c.Files.Parquet.SortedIntegers = "delta_binary_packed" }},
 		{"files.s3.part_bytes", func(c *Config) { c.Files.S3.PartBytes = 1 << 20 }},
 		{"files.s3.checksum", func(c *Config) { c.Files.S3.Checksum = "md5" }},
 		{"files.s3.sse", func(c *Config) { c.Files.S3.SSE = "kms" }},

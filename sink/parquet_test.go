@@ -471,6 +471,63 @@ func TestParquetFewIntegersHaveADictionary(t *testing.T) {
 	}
 }
 
+// Integer, timestamp and date columns whose values step by small
+// differences (times, offsets, counters, also falling, also wrapping
+// around the int64 range) are written DELTA_BINARY_PACKED and read back
+// exactly; random values stay PLAIN. sorted_integers: plain, and empty as
+// in a layout an older version recorded, write them all PLAIN, as it did.
+func TestParquetSortedIntegersAreDeltaPacked(t *testing.T) {
+	s := &Schema{Fields: []Field{
+		{Name: "ts", Type: Timestamp, Unit: time.Millisecond, Required: true},
+		{Name: "at", Type: Timestamp, Unit: time.Microsecond},
+		{Name: "day", Type: Date},
+		{Name: "offset", Type: Int64, Required: true},
+		{Name: "seq", Type: Int32},
+		{Name: "falling", Type: Int32, Required: true},
+		{Name: "edge", Type: Int64, Required: true},
+		{Name: "random", Type: Int64},
+	}}
+	rnd := rand.New(rand.NewPCG(7, 33))
+	start := time.Date(2026, 11, 29, 23, 59, 0, 0, time.UTC)
+	rows := make([]Row, 5000)
+	for i := range rows {
+		at := start.Add(time.Duration(i*72+rnd.IntN(5000)) * time.Millisecond)
+		edge := int64(math.MinInt64 + i) // to MaxInt64 and back: the differences wrap
+		if i%2 == 1 {
+			edge = math.MaxInt64 - int64(i)
+		}
+		rows[i] = Row{at.Truncate(time.Millisecond), at.Add(time.Duration(rnd.IntN(1000)) * time.Microsecond), at.Truncate(24 * time.Hour),
+			int64(1<<40 + i), int32(i*2 + rnd.IntN(3)), int32(-i * 7), edge, int64(rnd.Uint64())}
+		if i%9 == 0 {
+			rows[i][1], rows[i][2], rows[i][4], rows[i][7] = nil, nil, nil, nil
+		}
+	}
+	if def := testParquetConfig().SortedIntegers; def != SortedIntegersDelta {
+		t.Fatalf("sorted_integers defaults to %q", def)
+	}
+	for _, sorted := range []string{SortedIntegersDelta, SortedIntegersPlain, ""} {
+		cfg := testParquetConfig()
+		cfg.SortedIntegers = sorted
+		f, got := decodeParquet(t, s, encodeParquet(t, s, cfg, rows))
+		sameRows(t, got, rows)
+		var delta []string // the columns with a DELTA_BINARY_PACKED chunk
+		for _, rg := range f.Metadata().RowGroups {
+			for i, c := range rg.Columns {
+				if slices.Contains(c.MetaData.Encoding, format.DeltaBinaryPacked) && !slices.Contains(delta, s.Fields[i].Name) {
+					delta = append(delta, s.Fields[i].Name)
+				}
+			}
+		}
+		want := []string{"ts", "at", "day", "offset", "seq", "falling", "edge"}
+		if sorted != SortedIntegersDelta {
+			want = nil
+		}
+		if !slices.Equal(delta, want) {
+			t.Errorf("sorted_integers %q: DELTA_BINARY_PACKED columns %v, want %v", sorted, delta, want)
+		}
+	}
+}
+
 // A map's entries are written in key order whatever order Go iterates it
 // in, small maps (insertion sort) and large ones alike: the same row always
 // makes the same bytes.

@@ -125,12 +125,15 @@ func (c *IcebergConfig) setDefaults() {
 	}
 	// A table's readers are engines with vectorized Parquet readers of
 	// their own; Iceberg's read DELTA_LENGTH_BYTE_ARRAY only since 2026
-	// (apache/iceberg#15362), so a table's distinct text keeps its
-	// dictionary unless asked (sinks.iceberg.parquet.distinct_text).
+	// (apache/iceberg#15362) and DELTA_BINARY_PACKED since 1.10
+	// (apache/iceberg#13391), so a table's distinct text keeps its
+	// dictionary and its sorted integers stay PLAIN unless asked
+	// (sinks.iceberg.parquet.distinct_text, sorted_integers).
 	if c.Parquet == nil {
 		c.Parquet = &ParquetConfig{}
 	}
 	confkey.Default(&c.Parquet.DistinctText, DistinctTextDictionary)
+	confkey.Default(&c.Parquet.SortedIntegers, SortedIntegersPlain)
 	dataFileDefaults(&c.MaxFileBytes, &c.TargetFileBytes, &c.SpoolDir, &c.Parquet, &c.S3, &c.File)
 	for i := range c.PartitionBy {
 		confkey.Default(&c.PartitionBy[i].Transform, "identity")

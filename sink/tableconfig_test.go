@@ -71,22 +71,33 @@ func TestTableSortByNamesAnOrderedColumn(t *testing.T) {
 	}
 }
 
-// TestTableDistinctTextKeepsItsDictionary: the files sink writes nearly
-// distinct text DELTA_LENGTH_BYTE_ARRAY by default, a table keeps the
-// dictionary its engines' vectorized readers take (Iceberg's read the
-// delta encoding only since 2026); either is the user's to choose.
-func TestTableDistinctTextKeepsItsDictionary(t *testing.T) {
-	files := Config{Files: &FilesConfig{URL: "file:///x"}, Iceberg: &IcebergConfig{Table: "logs.raw"}}
-	files.SetDefaults()
-	if got := files.Files.Parquet.DistinctText; got != DistinctTextDeltaLength {
-		t.Errorf("sinks.files.parquet.distinct_text defaults to %q, want %q", got, DistinctTextDeltaLength)
-	}
-	if got := files.Iceberg.Parquet.DistinctText; got != DistinctTextDictionary {
-		t.Errorf("sinks.iceberg.parquet.distinct_text defaults to %q, want %q", got, DistinctTextDictionary)
-	}
-	asked := Config{Iceberg: &IcebergConfig{Table: "logs.raw", Parquet: &ParquetConfig{DistinctText: DistinctTextDeltaLength}}}
-	asked.SetDefaults()
-	if got := asked.Iceberg.Parquet.DistinctText; got != DistinctTextDeltaLength {
-		t.Errorf("sinks.iceberg.parquet.distinct_text: delta_length became %q", got)
+// TestTableKeepsEncodingsOlderReadersTake: the files sink writes nearly
+// distinct text DELTA_LENGTH_BYTE_ARRAY and sorted integers
+// DELTA_BINARY_PACKED by default; a table keeps the dictionary and PLAIN
+// its engines' vectorized readers take (Iceberg's read the first only
+// since 2026, the second since 1.10); either is the user's to choose.
+func TestTableKeepsEncodingsOlderReadersTake(t *testing.T) {
+	for _, k := range []struct {
+		key          string
+		of           func(*ParquetConfig) *string
+		files, table string
+	}{
+		{"distinct_text", func(p *ParquetConfig) *string { return &p.DistinctText }, DistinctTextDeltaLength, DistinctTextDictionary},
+		{"sorted_integers", func(p *ParquetConfig) *string { return &p.SortedIntegers }, SortedIntegersDelta, SortedIntegersPlain},
+	} {
+		files := Config{Files: &FilesConfig{URL: "file:///x"}, Iceberg: &IcebergConfig{Table: "logs.raw"}}
+		files.SetDefaults()
+		if got := *k.of(files.Files.Parquet); got != k.files {
+			t.Errorf("sinks.files.parquet.%s defaults to %q, want %q", k.key, got, k.files)
+		}
+		if got := *k.of(files.Iceberg.Parquet); got != k.table {
+			t.Errorf("sinks.iceberg.parquet.%s defaults to %q, want %q", k.key, got, k.table)
+		}
+		asked := Config{Iceberg: &IcebergConfig{Table: "logs.raw", Parquet: &ParquetConfig{}}}
+		*k.of(asked.Iceberg.Parquet) = k.files
+		asked.SetDefaults()
+		if got := *k.of(asked.Iceberg.Parquet); got != k.files {
+			t.Errorf("sinks.iceberg.parquet.%s: %s became %q", k.key, k.files, got)
+		}
 	}
 }
