@@ -51,7 +51,7 @@ type partitionRun struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	ended   chan struct{}
-	release atomic.Int32 // how its worker lets go (worker.release)
+	release atomic.Int32 // how its worker lets go (worker.Config.Release)
 }
 
 func (j *Job) newPartitionSet(ctx context.Context, mode Mode, targets map[string]map[int]int64, done func()) *partitionSet {

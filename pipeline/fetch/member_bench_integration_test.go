@@ -20,9 +20,9 @@ import (
 )
 
 // BenchmarkIntegrationMember is one member of a consumer group reading 12 and
-// 600 partitions (RF 3, leaders on all three brokers) in rack az-a, the way
-// pipeline's workers do: one goroutine per partition calling Fetch. It reads
-// benchRecords records from the start (records/s), then stays caught up
+// 600 partitions (RF 3, leaders on all three brokers) in rack az-a, the
+// way the job's partition workers (pipeline/worker) do: one goroutine per
+// partition calling Fetch. It reads benchRecords records from the start (records/s), then stays caught up
 // with nothing to read for benchIdle and reports, for that idle time, the
 // Fetch requests per second (all brokers, and the busiest) and the CPU the
 // process used per second; conns is every connection the member opened.

@@ -3,7 +3,7 @@
 package fetch
 
 // memberReaders makes a member's readers of partitions 0..n-1, sharing one
-// Client as pipeline's workers do.
+// Client as the job's partition workers (pipeline/worker) do.
 func memberReaders(base ReaderConfig, n int) ([]*PartitionReader, func()) {
 	client := NewClient(ClientConfig{Brokers: base.Brokers, Dialer: base.Dialer, MaxWait: base.MaxWait, Stats: base.Stats, Log: base.Log})
 	base.Client = client
