@@ -19,14 +19,14 @@ import (
 	"github.com/logstore/logstore/internal/testkit"
 )
 
-// BenchmarkIntegrationMember is one member of a consumer group reading 12 and
-// 600 partitions (RF 3, leaders on all three brokers) in rack az-a, the
+// BenchmarkIntegrationMember is one member of a consumer group reading 12
+// and 600 partitions (RF 3, leaders on all three brokers) in rack az-a, the
 // way the job's partition workers (pipeline/worker) do: one goroutine per
-// partition calling Fetch. It reads benchRecords records from the start (records/s), then stays caught up
-// with nothing to read for benchIdle and reports, for that idle time, the
-// Fetch requests per second (all brokers, and the busiest) and the CPU the
-// process used per second; conns is every connection the member opened.
-// Run it with -benchtime=1x:
+// partition calling Fetch. It reads benchRecords records from the start
+// (records/s), then stays caught up with nothing to read for benchIdle and
+// reports, for that idle time, the Fetch requests per second (all brokers,
+// and the busiest) and the CPU the process used per second; conns is every
+// connection the member opened. Run it with -benchtime=1x:
 //
 //	scripts/kafka-cluster.sh start
 //	go test -tags integration -run '^$' -bench IntegrationMember -benchtime=1x ./pipeline/fetch
