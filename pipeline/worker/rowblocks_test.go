@@ -98,7 +98,7 @@ func TestWorkerReusesRowsOnlyOnceLetGo(t *testing.T) {
 		t.Run(fmt.Sprintf("all sinks stage %v", staging), func(t *testing.T) {
 			log := &fakeLog{values: logValues(60*blockRows, []int64{3, 700}, nil), perFetch: 100}
 			w, _, _, _ := testWorker(t, log, 0, "dead_letter")
-			// A stage is due every 256 KiB of rows (stageChunk's least):
+			// A stage is due every 256 KiB of rows (stageChunk):
 			// thousands of rows, several times in the batch.
 			w.Budget = NewBudget(16 << 20)
 			if chunk := w.stageChunk() / w.recordCost(&record.Record{Value: log.values[1000]}); chunk*4 > int64(len(log.values)) {
