@@ -29,9 +29,17 @@ var (
 	MaxTime = time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)
 )
 
-// TimeInRange reports whether t lies between MinTime and MaxTime.
+// minUnix and maxUnix are MinTime's and MaxTime's seconds since the
+// epoch: MinTime is a whole second and MaxTime the last instant of its
+// second, so a time is in range exactly when its seconds are.
+const minUnix, maxUnix = -62135596800, 253402300799
+
+// TimeInRange reports whether t lies between MinTime and MaxTime. It is on
+// every timestamp's way (the decoder's and the writer's check), so it
+// compares seconds rather than two Times.
 func TimeInRange(t time.Time) bool {
-	return !t.Before(MinTime) && !t.After(MaxTime)
+	s := t.Unix()
+	return s >= minUnix && s <= maxUnix
 }
 
 // ValidText returns s with every invalid UTF-8 sequence replaced by U+FFFD;
