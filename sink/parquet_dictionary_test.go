@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding"
 	"github.com/parquet-go/parquet-go/format"
 )
 
@@ -142,6 +143,42 @@ func checkDictionaryFile(t *testing.T, s *Schema, data []byte, rows []Row) int {
 		base += n
 	}
 	return len(f.RowGroups())
+}
+
+// A dictionary made from a page's values (as a reader or a copy makes it,
+// through parquet-go's init) gives every value, new or already there,
+// colliding or empty, an index that holds it, before and after a Reset.
+func TestParquetDictionaryFromValuesGivesEachValueItsIndex(t *testing.T) {
+	var data []byte
+	offsets := []uint32{0}
+	for _, v := range []string{"", "alpha", collidingText(1), collidingText(2), "b"} {
+		data = append(data, v...)
+		offsets = append(offsets, uint32(len(data)))
+	}
+	d := parquet.String().Type().NewDictionary(0, len(offsets)-1, encoding.ByteArrayValues(data, offsets))
+	insert := func(values ...string) {
+		t.Helper()
+		pv := make([]parquet.Value, len(values))
+		for i, v := range values {
+			pv[i] = parquet.ValueOf(v)
+		}
+		indexes := make([]int32, len(values))
+		d.Insert(indexes, pv)
+		for i, v := range values {
+			if got := string(d.Index(indexes[i]).ByteArray()); got != v {
+				t.Errorf("%q got index %d, which holds %q", v, indexes[i], got)
+			}
+		}
+	}
+	some := []string{collidingText(2), collidingText(1), "", "new", collidingText(2), "b", "new", collidingText(3), "alpha", ""}
+	insert(some...)
+	insert(some...)
+	d.Reset()
+	insert("new", collidingText(3), "", "x", collidingText(2), "new", "")
+	insert(some...)
+	if d.Len() != 8 {
+		t.Errorf("the dictionary holds %d values after the Reset, want 8", d.Len())
+	}
 }
 
 // textBounds are the smallest and largest non-null values, byte-wise, and
