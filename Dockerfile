@@ -24,8 +24,8 @@ FROM --platform=$BUILDPLATFORM golang:1.26 AS build
 # golang image pins GOTOOLCHAIN=local, which would ignore it.
 ENV GOTOOLCHAIN=auto
 WORKDIR /src
-# third_party/iceberg-go stands in for the iceberg-go module (go.mod's
-# replace): go mod download reads its go.mod.
+# third_party/iceberg-go and third_party/parquet-go stand in for those
+# modules (go.mod's replaces): go mod download reads their go.mod.
 COPY go.mod go.sum ./
 COPY third_party/ third_party/
 RUN go mod download

@@ -185,3 +185,5 @@ require (
 )
 
 replace github.com/apache/iceberg-go => ./third_party/iceberg-go
+
+replace github.com/parquet-go/parquet-go => ./third_party/parquet-go
