@@ -403,6 +403,32 @@ func TestParquetDictionaryStaysUnderItsLimit(t *testing.T) {
 	}
 }
 
+// TestParquetDictionaryPagesByValues: a dictionary column's pages hold
+// dictPageValues values whatever the length of its text. Before, a page
+// was cut at every dictionary_max_bytes of the values' text: 100,000
+// templated messages of ~60 bytes made 261 pages of ~380 values, each its
+// own zstd frame, header and page-index entry; the dictionary's limit is
+// now checked on the dictionary itself
+// (TestParquetDictionaryStaysUnderItsLimit).
+func TestParquetDictionaryPagesByValues(t *testing.T) {
+	s := &Schema{Fields: []Field{{Name: "message", Type: String, Required: true}}}
+	cfg := testParquetConfig()
+	rows := make([]Row, 100000)
+	for i := range rows {
+		rows[i] = Row{fmt.Sprintf("request to the inventory service completed with code %03d", 200+(i*7)%5)}
+	}
+	f, got := decodeParquet(t, s, encodeParquet(t, s, cfg, rows))
+	sameRows(t, got, rows)
+	index, err := f.RowGroups()[0].ColumnChunks()[0].OffsetIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := dictPageValues(cfg.PageBytes)
+	if n, most := index.NumPages(), (len(rows)+per-1)/per; n > most {
+		t.Errorf("%d data pages for %d rows of 5 values; want at most %d (%d values a page)", n, len(rows), most, per)
+	}
+}
+
 // A text column whose first values are all distinct (ids) is written
 // DELTA_LENGTH_BYTE_ARRAY with no dictionary, so zstd sees its text end to
 // end; one that repeats (a level) keeps its dictionary; both read back the

@@ -178,7 +178,6 @@ func (pw *ParquetWriter) writeRun() error {
 			pw.pending[leaf] = dst
 		}
 		pw.pendingRows = len(chunk)
-		pw.recountText()
 		if err := pw.writePending(); err != nil {
 			return err
 		}
@@ -360,7 +359,6 @@ func (o *rowOrder) writeParquetRow(pw *ParquetWriter, row parquet.Row) error {
 			o.slab = append(o.slab, v.ByteArray()...)
 			v = parquet.ByteArrayValue(o.slab[start:len(o.slab):len(o.slab)]).Level(v.RepetitionLevel(), v.DefinitionLevel(), v.Column())
 			pw.pendingBytes += len(v.ByteArray())
-			pw.leafText[v.Column()] += len(v.ByteArray())
 		}
 		pw.pending[v.Column()] = append(pw.pending[v.Column()], v)
 		pw.pendingBytes += 8

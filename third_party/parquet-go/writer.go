@@ -2080,6 +2080,15 @@ func (c *ColumnWriter) totalRowCount() int64 {
 	return n
 }
 
+// DictionarySize is the bytes of the column's dictionary so far; ok is
+// false for a column without one, or whose dictionary fell back to PLAIN.
+func (c *ColumnWriter) DictionarySize() (size int64, ok bool) {
+	if c.dictionary == nil || c.hasSwitchedToPlain {
+		return 0, false
+	}
+	return c.dictionary.Size(), true
+}
+
 // Flush writes any buffered data to the underlying [io.Writer].
 func (c *ColumnWriter) Flush() (err error) {
 	if c.columnBuffer == nil {
