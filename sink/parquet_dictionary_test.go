@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/logstore/logstore/internal/testkit"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding"
 	"github.com/parquet-go/parquet-go/format"
@@ -266,7 +267,7 @@ func sameAsPyarrow(t *testing.T, s *Schema, data []byte, rows []Row) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(pyarrowPython(t), filepath.Join("..", "scripts", "verify_parquet.py"), path, "--rows")
+	cmd := exec.Command(testkit.PyarrowPython(t), filepath.Join("..", "scripts", "verify_parquet.py"), path, "--rows")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -291,22 +292,4 @@ func sameAsPyarrow(t *testing.T, s *Schema, data []byte, rows []Row) {
 			}
 		}
 	}
-}
-
-// pyarrowPython is a python3 with pyarrow: on PATH (make test puts the
-// project's venv there) or in the venv scripts/setup.sh makes.
-func pyarrowPython(t *testing.T) string {
-	t.Helper()
-	venv := os.Getenv("LOGSTORE_CACHE")
-	if home, err := os.UserHomeDir(); venv == "" && err == nil {
-		venv = filepath.Join(home, ".cache", "logstore")
-	}
-	tried := []string{"python3", filepath.Join(venv, "venv", "bin", "python3")}
-	for _, p := range tried {
-		if exec.Command(p, "-c", "import pyarrow").Run() == nil {
-			return p
-		}
-	}
-	t.Fatalf("no python3 with pyarrow (tried %v): run scripts/setup.sh", tried)
-	return ""
 }

@@ -730,7 +730,7 @@ func checkLeadersInEveryZone(t *testing.T, topic string) {
 // record once, and reference no data file twice.
 func checkTable(t *testing.T, catalog, table string, good map[string]partStats) {
 	t.Helper()
-	out, err := exec.Command(pyarrowPython(t), filepath.Join("..", "..", "scripts", "chaos", "checktable.py"), "--catalog", catalog, "--table", table).Output()
+	out, err := exec.Command(testkit.PyarrowPython(t), filepath.Join("..", "..", "scripts", "chaos", "checktable.py"), "--catalog", catalog, "--table", table).Output()
 	if err != nil {
 		msg := ""
 		if ee, ok := err.(*exec.ExitError); ok {

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	"github.com/logstore/logstore/internal/testkit"
 )
 
 // TestDemoWritesATable: `logstore demo --table` (make demo
@@ -56,7 +57,7 @@ func TestDemoWritesATable(t *testing.T) {
 	if read == nil {
 		t.Fatalf("the summary suggests no read command:\n%s", stdout.String())
 	}
-	got, err := exec.Command(pyarrowPython(t), append([]string{"../../scripts/read_iceberg.py"}, strings.Fields(read[1])...)...).Output()
+	got, err := exec.Command(testkit.PyarrowPython(t), append([]string{"../../scripts/read_iceberg.py"}, strings.Fields(read[1])...)...).Output()
 	if err != nil {
 		t.Fatalf("the suggested %s: %v", read[0], err)
 	}

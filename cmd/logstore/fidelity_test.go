@@ -215,7 +215,7 @@ const nastySchema = `schema:
 // written down, or a dead letter with its reason and its key and value as
 // they were (empty is not null).
 func TestNastyCorpus(t *testing.T) {
-	python := pyarrowPython(t)
+	python := testkit.PyarrowPython(t)
 	raw, err := os.ReadFile("testdata/nasty.jsonl")
 	if err != nil {
 		t.Fatal(err)
@@ -355,23 +355,4 @@ func shorten(v any) string {
 		s = s[:200] + "…"
 	}
 	return s
-}
-
-// pyarrowPython finds a python3 with pyarrow: on PATH (make test puts the
-// project's venv there) or in the venv scripts/setup.sh makes.
-func pyarrowPython(t *testing.T) string {
-	t.Helper()
-	candidates := []string{"python3"}
-	cache := os.Getenv("LOGSTORE_CACHE")
-	if home, err := os.UserHomeDir(); cache == "" && err == nil {
-		cache = filepath.Join(home, ".cache", "logstore")
-	}
-	candidates = append(candidates, filepath.Join(cache, "venv", "bin", "python3"))
-	for _, p := range candidates {
-		if exec.Command(p, "-c", "import pyarrow").Run() == nil {
-			return p
-		}
-	}
-	t.Fatalf("no python3 with pyarrow (tried %v): run scripts/setup.sh, or make test", candidates)
-	return ""
 }

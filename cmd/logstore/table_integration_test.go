@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/logstore/logstore/internal/testkit"
 )
 
 // icebergConfig is a job over topic into an Iceberg table: the SQLite
@@ -79,7 +81,7 @@ type icebergRead struct {
 // server, as a user's reader would.
 func readIceberg(t *testing.T, catalog, table string) icebergRead {
 	t.Helper()
-	python := pyarrowPython(t)
+	python := testkit.PyarrowPython(t)
 	kind := "--catalog"
 	if strings.HasPrefix(catalog, "http") {
 		kind = "--rest"

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logstore/logstore/internal/testkit"
 	"github.com/logstore/logstore/pipeline"
 	"github.com/logstore/logstore/sink"
 	"github.com/logstore/logstore/sink/iceberg"
@@ -113,7 +114,7 @@ func TestTableCompactRewritesSmallFiles(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "rewrote 6 data files into 1") {
 		t.Fatalf("table compact: exit %d\n%s%s", code, out, errOut)
 	}
-	read, err := exec.Command(pyarrowPython(t), "../../scripts/read_iceberg.py", "--catalog", cfg.Catalog.URI, "--table", cfg.Table).Output()
+	read, err := exec.Command(testkit.PyarrowPython(t), "../../scripts/read_iceberg.py", "--catalog", cfg.Catalog.URI, "--table", cfg.Table).Output()
 	if err != nil {
 		t.Fatalf("pyiceberg: %v", err)
 	}
