@@ -504,7 +504,7 @@ func (pw *ParquetWriter) writePending() error {
 		// limit lets it fall back to plain in time (within a chunk's
 		// values); and a page of dictPageValues indexes bounds the page
 		// buffer's memory.
-		if size, ok := cw.DictionarySize(); ok {
+		if size, ok := dictionarySize(cw); ok {
 			pw.dictValues[i] += n
 			if pw.dictMaxBytes > 0 && size > pw.dictMaxBytes || pw.dictValues[i] >= pw.dictPageValues {
 				if err := cw.Flush(); err != nil {
@@ -532,6 +532,20 @@ func (pw *ParquetWriter) cutRowGroup() error {
 	pw.groupStart, pw.groupRows = pw.size, 0
 	clear(pw.dictValues)
 	return nil
+}
+
+// dictionarySize is the bytes of cw's dictionary; ok is false for a column
+// without one (or whose dictionary fell back to PLAIN). The method is the
+// project's copy of parquet-go's (third_party/parquet-go, patch 0002); the
+// release lacks it, and scripts/vulncheck.sh type-checks this code against
+// the release. Built on the release, a dictionary column's pages are cut
+// at page_bytes and its dictionary checked at their ends: upstream's way.
+func dictionarySize(cw *parquet.ColumnWriter) (size int64, ok bool) {
+	d, ok := any(cw).(interface{ DictionarySize() (int64, bool) })
+	if !ok {
+		return 0, false
+	}
+	return d.DictionarySize()
 }
 
 // dictPageValues is how many values a dictionary column's page holds: a

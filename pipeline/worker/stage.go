@@ -20,7 +20,7 @@ import (
 // stageChunk is how many bytes of decoded rows a worker holds before it
 // stages them: few enough that the rows, their text and the storage the
 // last chunk let go of are still in the core's cache when the sinks encode
-// them (a core has 0.5-2 MiB of L2). The bench's job spends ~5 % less CPU
+// them (a core has 0.5-2 MiB of L2). The bench's job spends ~4 % less CPU
 // per record with 256 KiB chunks than with 2 MiB ones (BENCHMARKS.md).
 func (w *Worker) stageChunk() int64 { return 256 << 10 }
 
