@@ -6,7 +6,9 @@ import (
 	"log/slog"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol/describegroups"
 
+	"github.com/logstore/logstore/pipeline/group/wire"
 	"github.com/logstore/logstore/rack"
 )
 
@@ -35,18 +37,9 @@ func PlanLive(ctx context.Context, cfg *Config, log *slog.Logger) (rack.PlanResu
 		}
 		partitions = append(partitions, t.Partitions...)
 	}
-	groups, err := conn.Client.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{cfg.Kafka.Group}})
+	members, err := describeMembers(ctx, conn, cfg.Kafka.Group)
 	if err != nil {
-		return rack.PlanResult{}, fmt.Errorf("describing group %s: %w", cfg.Kafka.Group, err)
-	}
-	var members []kafka.GroupMember
-	for _, g := range groups.Groups {
-		if g.Error != nil {
-			return rack.PlanResult{}, fmt.Errorf("describing group %s: %w", g.GroupID, g.Error)
-		}
-		for _, m := range g.Members {
-			members = append(members, kafka.GroupMember{ID: m.MemberID, Topics: m.MemberMetadata.Topics, UserData: m.MemberMetadata.UserData})
-		}
+		return rack.PlanResult{}, err
 	}
 	if len(members) == 0 {
 		return rack.PlanResult{}, fmt.Errorf("group %s has no members now; start the workers, or use --topology FILE", cfg.Kafka.Group)
@@ -54,4 +47,34 @@ func PlanLive(ctx context.Context, cfg *Config, log *slog.Logger) (rack.PlanResu
 	b := rack.NewBalancer("", followerFetching(ctx, conn, cfg.Rack.FollowerFetching, log))
 	b.AssignGroups(members, partitions)
 	return b.LastPlan(), nil
+}
+
+// describeMembers is the group's members with their subscribed topics and
+// user data. The members' metadata is read as our members write it
+// (wire.Subscription): with kafka.rebalance cooperative that is the
+// consumer protocol's subscription version 2, owned partitions and
+// generation after the user data, which kafka-go's DescribeGroups refuses
+// ("Got non-zero number of bytes remaining"), so the request is sent raw.
+func describeMembers(ctx context.Context, conn *Clients, groupID string) ([]kafka.GroupMember, error) {
+	msg, err := conn.Transport.RoundTrip(ctx, conn.Client.Addr, &describegroups.Request{Groups: []string{groupID}})
+	if err != nil {
+		return nil, fmt.Errorf("describing group %s: %w", groupID, err)
+	}
+	var members []kafka.GroupMember
+	for _, g := range msg.(*describegroups.Response).Groups {
+		if g.ErrorCode != 0 {
+			return nil, fmt.Errorf("describing group %s: %w", g.GroupID, kafka.Error(g.ErrorCode))
+		}
+		for _, m := range g.Members {
+			if len(m.MemberMetadata) == 0 {
+				continue // a member between joins
+			}
+			s, err := wire.DecodeSubscription(m.MemberMetadata)
+			if err != nil {
+				return nil, fmt.Errorf("describing group %s: member %s (client %s at %s): reading its subscription: %w", g.GroupID, m.MemberID, m.ClientID, m.ClientHost, err)
+			}
+			members = append(members, kafka.GroupMember{ID: m.MemberID, Topics: s.Topics, UserData: s.UserData})
+		}
+	}
+	return members, nil
 }

@@ -30,13 +30,21 @@ type capturedRecord struct {
 	Partition *int            `json:"partition"`
 }
 
+// replayProgressEvery is how often a replay logs how far it got; the
+// clock is replaced in tests.
+var (
+	replayProgressEvery = 5 * time.Second
+	replayClock         = time.Now
+)
+
 // ReplayFile produces a capture file (one JSON record a line) into topic,
 // keeping each record's partition and timestamp: the way to replay
 // production samples against a local cluster. It returns the records sent.
 // Each record is written once: the producer is idempotent, so a produce it
 // retries after a timeout is dropped by the broker if the first attempt
 // landed. A replay that fails and is run again writes again what the failed
-// run had written.
+// run had written. Every replayProgressEvery it logs the records sent so
+// far, the input line it is at, and the rate.
 func ReplayFile(ctx context.Context, conn *Clients, topic string, in io.Reader, log *slog.Logger) (int, error) {
 	w, err := newProducer(conn, producer.Config{BatchRecords: 1000, Linger: 10 * time.Millisecond, Log: log})
 	if err != nil {
@@ -47,6 +55,8 @@ func ReplayFile(ctx context.Context, conn *Clients, topic string, in io.Reader, 
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	batch := make([]producer.Record, 0, 1000)
 	sent, line := 0, 0
+	began := replayClock()
+	last := began
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -72,7 +82,11 @@ func ReplayFile(ctx context.Context, conn *Clients, topic string, in io.Reader, 
 			if err := flush(); err != nil {
 				return sent, err
 			}
-			log.Info("replay progress", "records", sent)
+		}
+		if now := replayClock(); now.Sub(last) >= replayProgressEvery {
+			last = now
+			log.Info("replay progress", "records_sent", sent, "line", line,
+				"records_per_second", math.Round(float64(sent)/now.Sub(began).Seconds()))
 		}
 	}
 	if err := sc.Err(); err != nil {

@@ -14,6 +14,7 @@ import (
 	"maps"
 	"net"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"reflect"
@@ -453,16 +454,7 @@ func k8sTree(t *testing.T) map[string][]byte {
 func render(t *testing.T, components []string, edits map[string]string) ([]byte, []manifest, error) {
 	t.Helper()
 	mem := filesys.MakeFsInMemory()
-	files := maps.Clone(k8sTree(t))
-	for p, s := range edits {
-		files[p] = []byte(s)
-	}
-	k := overlay + "/kustomization.yaml"
-	if !componentsRE.Match(files[k]) {
-		t.Fatalf("%s has no `components: [...]` line", k)
-	}
-	files[k] = componentsRE.ReplaceAll(files[k], []byte(componentsLine(components)))
-	for p, b := range files {
+	for p, b := range overlayFiles(t, components, edits) {
 		if err := mem.WriteFile("/k8s/"+p, b); err != nil {
 			t.Fatal(err)
 		}
@@ -475,6 +467,54 @@ func render(t *testing.T, components []string, edits map[string]string) ([]byte,
 	if err != nil {
 		return nil, nil, err
 	}
+	return decodeRender(out)
+}
+
+// overlayFiles is configs/k8s with the example overlay's components line
+// set to components and the files of edits replaced.
+func overlayFiles(t *testing.T, components []string, edits map[string]string) map[string][]byte {
+	t.Helper()
+	files := maps.Clone(k8sTree(t))
+	for p, s := range edits {
+		files[p] = []byte(s)
+	}
+	k := overlay + "/kustomization.yaml"
+	if !componentsRE.Match(files[k]) {
+		t.Fatalf("%s has no `components: [...]` line", k)
+	}
+	files[k] = componentsRE.ReplaceAll(files[k], []byte(componentsLine(components)))
+	return files
+}
+
+// renderKubectl is render by the real `kubectl kustomize` (kubectl's own
+// kustomize), on a copy of configs/k8s in a temporary folder.
+func renderKubectl(t *testing.T, components []string, edits map[string]string) ([]byte, []manifest, error) {
+	t.Helper()
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Fatalf("kubectl: %v (the manifests are checked with kubectl's kustomize too; install kubectl)", err)
+	}
+	dir := t.TempDir()
+	for p, b := range overlayFiles(t, components, edits) {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(kubectl, "kustomize", filepath.Join(dir, overlay))
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubectl kustomize: %w: %s", err, stderr.String())
+	}
+	return decodeRender(out)
+}
+
+// decodeRender decodes each object of a render strictly.
+func decodeRender(out []byte) ([]byte, []manifest, error) {
 	docs, err := splitDocuments(out)
 	if err != nil {
 		return nil, nil, err
@@ -788,6 +828,47 @@ func TestKEDARegionIsTheOverlays(t *testing.T) {
 				t.Errorf("%s with AWS_REGION=%s: the trigger's awsRegion is %q", w.name, region, got)
 			}
 		}
+	}
+}
+
+// TestKEDAFollowsTheJobsGroupAndTopic: the KEDA trigger scaled on
+// keda.yaml's own `consumerGroup: logstore-logs` and `topic: logs`, so an
+// overlay whose job reads another group or topic rendered a trigger on a
+// group that does not exist. The overlay's job.env names them once
+// (LOGSTORE_GROUP, LOGSTORE_TOPIC): the pods' config reads them, and the
+// trigger too (KEDA's consumerGroupFromEnv and topicFromEnv, from the
+// scaled pods' environment, as bootstrapServersFromEnv). Rendered by the
+// real `kubectl kustomize`.
+func TestKEDAFollowsTheJobsGroupAndTopic(t *testing.T) {
+	env, err := os.ReadFile(envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const group, topic = "prod-logs", "prod-app-logs"
+	edited := string(env)
+	for k, v := range map[string]string{"LOGSTORE_GROUP": group, "LOGSTORE_TOPIC": topic} {
+		re := regexp.MustCompile(`(?m)^` + k + `=.*$`)
+		if !re.MatchString(edited) {
+			t.Fatalf("%s does not set %s, the job's %s", envFile, k, strings.ToLower(strings.TrimPrefix(k, "LOGSTORE_")))
+		}
+		edited = re.ReplaceAllString(edited, k+"="+v)
+	}
+	for _, w := range []way{ways[4], ways[5]} {
+		t.Run(w.name, func(t *testing.T) {
+			_, ms, err := renderKubectl(t, w.components, map[string]string{overlay + "/job.env": edited})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wl := workloadsOf(t, ms)
+			if len(wl) != 1 {
+				t.Fatalf("%d workloads", len(wl))
+			}
+			cfg := podConfig(t, ms, wl[0], wl[0].pod.Spec.Containers[0])
+			if cfg.Kafka.Group != group || !slices.Equal(cfg.Kafka.Topics, []string{topic}) {
+				t.Errorf("with job.env's group %s and topic %s the pods join %q reading %v", group, topic, cfg.Kafka.Group, cfg.Kafka.Topics)
+			}
+			checkScaling(t, ms, wl[0])
+		})
 	}
 }
 
@@ -1381,10 +1462,18 @@ func checkScaling(t *testing.T, ms []manifest, w workload) {
 				t.Errorf("kafka trigger metadata %q is not a key of KEDA's kafka scaler", k)
 			}
 		}
-		if g := tr.Metadata["consumerGroup"]; g != cfg.Kafka.Group {
+		// KEDA reads a *FromEnv key from the scaled workload's container
+		// environment: the overlay's job.env.
+		fromEnv := func(key string) string {
+			if v, ok := tr.Metadata[key+"FromEnv"]; ok {
+				return env[v]
+			}
+			return tr.Metadata[key]
+		}
+		if g := fromEnv("consumerGroup"); g != cfg.Kafka.Group {
 			t.Errorf("trigger reads group %q; the pods join %q", g, cfg.Kafka.Group)
 		}
-		if tp := tr.Metadata["topic"]; !slices.Contains(cfg.Kafka.Topics, tp) {
+		if tp := fromEnv("topic"); !slices.Contains(cfg.Kafka.Topics, tp) {
 			t.Errorf("trigger reads topic %q; the pods read %v", tp, cfg.Kafka.Topics)
 		}
 		b := tr.Metadata["bootstrapServers"]
