@@ -211,7 +211,7 @@ func TestWorkerWhoseSinksCannotStageTakesAFetchBiggerThanTheBudget(t *testing.T)
 // 2h6m43s summed over partitions", no row written in the first minute).
 // Here the long polls never end, so a budget they hold is held for good.
 func TestPartitionsWithLittleToSayLeaveTheBudgetToOthers(t *testing.T) {
-	const idle, few, n = 40, 200, 3000
+	const idle, few, n = 40, 500, 3000
 	shared := NewBudget(1 << 20)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

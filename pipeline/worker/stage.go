@@ -165,10 +165,11 @@ func (w *Worker) discardStaged() {
 // reserveFetch takes the next fetch's bytes from the budget before the
 // fetch, waiting while the budget is spent: this is where a member pauses.
 // The reservation is kafka.fetch.max_bytes at first, then follows the
-// last fetch (nextFetch), and the fetch asks for no more; settleFetch corrects it once the records are in. A
-// partition that caught up stages its rows first: its fetch is a long
-// poll, and rows held across it would hold the budget for nothing. Before
-// it waits, the worker gives back what it can: its rows are staged, or,
+// last fetch (nextFetch), and the fetch asks for no more; settleFetch
+// corrects it once the records are in. A partition that caught up stages
+// its rows first once they hold Budget.idleChunk: its fetch is a long
+// poll, and hundreds of partitions' rows held across theirs, each below a
+// stage chunk, would hold the budget for nothing. Before it waits, the worker gives back what it can: its rows are staged, or,
 // when the sinks cannot stage, its batch is cut.
 func (w *Worker) reserveFetch(ctx context.Context) error {
 	if w.FetchMax <= 0 {
@@ -177,7 +178,7 @@ func (w *Worker) reserveFetch(ctx context.Context) error {
 	if w.fetchGuess <= 0 {
 		w.fetchGuess = w.FetchMax
 	}
-	if w.caughtUp && w.batch.bytes-w.batch.deadBytes-w.batch.sinkBytes > 0 {
+	if w.caughtUp && w.batch.bytes-w.batch.deadBytes-w.batch.sinkBytes >= w.Budget.idleChunk() {
 		if _, err := w.stage(ctx); err != nil {
 			return err
 		}
