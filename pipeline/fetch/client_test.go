@@ -360,3 +360,58 @@ func TestSessionGathersReadersBack(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleReadersNotWokenWhileABusyReaderIsAway: while a reader answered
+// with records stays away (its worker waits for the memory budget), the
+// session's rounds are short (busyWait), and each one answered every idle
+// reader with nothing: hundreds of idle partitions' workers went round
+// their loops fifty times a second, giving their fetch's memory back and
+// taking it again, and the member burned its CPU while its partitions
+// waited for memory (issue 44). An idle reader is answered once it has
+// waited max_wait, as by a long poll, however short the rounds are.
+func TestIdleReadersNotWokenWhileABusyReaderIsAway(t *testing.T) {
+	const idle = 20
+	c := testkit.FakeCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(idle+1, testTopic))
+	addrs := c.ListenAddrs()
+	produce(t, addrs, nil, numbered(0, 10)...) // partition 0
+	const maxWait = time.Second
+	client := NewClient(ClientConfig{Brokers: addrs, MaxWait: maxWait, Log: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() { client.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	var answers [idle]atomic.Int64
+	var counting atomic.Bool
+	for p := 1; p <= idle; p++ {
+		r := NewPartitionReader(ReaderConfig{Client: client, Topic: testTopic, Partition: p})
+		t.Cleanup(func() { r.Close() })
+		r.SetOffset(0)
+		go func() {
+			for ctx.Err() == nil {
+				if _, _, err := r.Fetch(ctx); err == nil && counting.Load() {
+					answers[p-1].Add(1)
+				}
+			}
+		}()
+	}
+	busy := NewPartitionReader(ReaderConfig{Client: client, Topic: testTopic, Partition: 0})
+	defer busy.Close()
+	busy.SetOffset(0)
+	for busy.Offset() < 10 {
+		if _, _, err := busy.Fetch(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The busy reader stays away for a max_wait and a half: its session
+	// polls for it all that while.
+	counting.Store(true)
+	time.Sleep(maxWait * 3 / 2)
+	counting.Store(false)
+	for p := range answers {
+		// A long poll answers an idle reader about once a max_wait: two in
+		// the while, and one more for a round that began before it.
+		if n := answers[p].Load(); n > 4 {
+			t.Errorf("idle partition %d was answered %d times in %v (max_wait %v): woken by every short round", p+1, n, maxWait*3/2, maxWait)
+		}
+	}
+}

@@ -26,8 +26,11 @@
 // would make the broker answer at once, again and again, with records nobody
 // takes. After answering a round the session waits up to 10 ms for the
 // readers it answered to ask again, so that an idle member's partitions
-// stay in one Fetch instead of splitting over two. The rack is a field of
-// the request, and a leader that is sent one names a replica instead of
+// stay in one Fetch instead of splitting over two. A reader the broker had
+// nothing for is answered once it has waited max_wait, as by a long poll,
+// not by every round: rounds are cut short while a reader answered with
+// records is away, and each used to wake every idle reader. The rack is a
+// field of the request, and a leader that is sent one names a replica instead of
 // serving records, so a reader that falls back to the leader for a backoff
 // fetches through a second session of that broker, without the rack. A
 // session the broker lost or fenced (FETCH_SESSION_ID_NOT_FOUND,

@@ -204,6 +204,10 @@ type PartitionReader struct {
 	// whose storage Recycle keeps in spare for the next fetch's.
 	lent            [][]byte
 	returned, spare []record.Record
+
+	// fetchMax is the partition's part of the next fetches (SetFetchMax);
+	// 0: cfg.MaxBytes.
+	fetchMax int
 }
 
 // NewPartitionReader returns a reader positioned at kafka.FirstOffset. It
@@ -260,6 +264,14 @@ func (r *PartitionReader) SetOffset(offset int64) {
 
 // Offset is the offset of the next record Fetch returns.
 func (r *PartitionReader) Offset() int64 { return r.offset }
+
+// SetFetchMax bounds the partition's part of the next fetches to n bytes,
+// at most ReaderConfig.MaxBytes (n <= 0: MaxBytes), so that a fetch
+// returns about what its worker reserved from the memory budget. As with
+// MaxBytes, a first record batch larger than n comes whole (KIP-74).
+func (r *PartitionReader) SetFetchMax(n int) {
+	r.fetchMax = min(max(n, 0), r.cfg.MaxBytes)
+}
 
 // Close stops the reader (and closes its Client if it made its own). It may
 // be called while a Fetch is in flight, which then fails.
@@ -595,7 +607,11 @@ func (r *PartitionReader) confirmOutOfRange(ctx context.Context) error {
 // Client sends to broker with rack.
 func (r *PartitionReader) fetchFrom(ctx context.Context, broker int32, rack string) (*fetchedPartition, error) {
 	tp := topicPartition{r.cfg.Topic, int32(r.cfg.Partition)}
-	w := newFetchWant(tp, r.offset, r.part.LeaderEpoch, r.cfg.MaxBytes, r.cfg.Rack)
+	limit := r.cfg.MaxBytes
+	if r.fetchMax > 0 {
+		limit = r.fetchMax
+	}
+	w := newFetchWant(tp, r.offset, r.part.LeaderEpoch, limit, r.cfg.Rack)
 	return r.client.fetch(ctx, r.closing, broker, rack, w)
 }
 

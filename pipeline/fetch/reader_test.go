@@ -827,3 +827,36 @@ func benchmarkReaders(b *testing.B, addrs []string, topic string, n int64, value
 		}
 	})
 }
+
+// TestReaderFetchesNoMoreThanItsLimit: SetFetchMax bounds the partition's
+// part of the next fetches (what its worker reserved from the memory
+// budget), within ReaderConfig.MaxBytes; a first batch larger than the
+// limit still comes whole (KIP-74).
+func TestReaderFetchesNoMoreThanItsLimit(t *testing.T) {
+	c := testkit.FakeCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, testTopic))
+	addrs := c.ListenAddrs()
+	for i := range 5 {
+		produce(t, addrs, nil, numbered(10*i, 10*i+10)...) // a batch each
+	}
+	r := NewPartitionReader(ReaderConfig{Brokers: addrs, Topic: testTopic, Partition: 0, MaxWait: 100 * time.Millisecond, Log: slog.New(slog.DiscardHandler)})
+	defer r.Close()
+	r.SetOffset(0)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r.SetFetchMax(1)
+	got, _, err := r.Fetch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 10 {
+		t.Errorf("a fetch limited to 1 byte returned %d records, want the first batch's 10", len(got))
+	}
+	r.SetFetchMax(0) // back to MaxBytes
+	got, _, err = r.Fetch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 40 {
+		t.Errorf("a fetch within MaxBytes returned %d records, want the other 40", len(got))
+	}
+}

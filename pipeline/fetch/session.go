@@ -64,6 +64,10 @@ type fetchWant struct {
 	maxBytes    int32
 	countRack   string // the reader's rack, for the byte counts
 	done        chan fetchResult
+	// since is when the reader asked; gone, that it stopped waiting
+	// (withdraw). Both under the session's mu.
+	since time.Time
+	gone  bool
 }
 
 func newFetchWant(tp topicPartition, offset int64, leaderEpoch int32, maxBytes int, countRack string) *fetchWant {
@@ -134,6 +138,7 @@ func newFetchSession(c *Client, key sessionKey) *fetchSession {
 
 func (s *fetchSession) add(w *fetchWant) {
 	s.mu.Lock()
+	w.since = time.Now()
 	first := len(s.waiting) == 0
 	s.waiting[w.tp] = append(s.waiting[w.tp], w)
 	delete(s.busy, w.tp)
@@ -169,6 +174,7 @@ func (s *fetchSession) signal() {
 func (s *fetchSession) withdraw(w *fetchWant) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	w.gone = true
 	ws := s.waiting[w.tp]
 	if i := slices.Index(ws, w); i >= 0 {
 		ws = slices.Delete(ws, i, i+1)
@@ -272,6 +278,10 @@ func (s *fetchSession) run() {
 		s.mu.Lock()
 		s.expect = make(map[topicPartition]bool, len(results))
 		for tp, res := range results {
+			if w := batch[tp]; s.keepWaiting(w, res, now) {
+				delete(results, tp)
+				continue
+			}
 			s.expect[tp] = true
 			if res.part != nil && len(res.part.records) > 4 {
 				s.busy[tp] = now
@@ -284,6 +294,24 @@ func (s *fetchSession) run() {
 		gatherUntil = time.Now().Add(gatherWait)
 		idle.Reset(sessionIdle)
 	}
+}
+
+// keepWaiting puts back a reader a round answered with nothing before it
+// waited max_wait, to wait on in the next round: a round cut short for a
+// busy partition (busyWait) while its worker waits for memory would wake
+// every idle reader, and each of hundreds of idle partitions' workers
+// would go round its loop (give its fetch's memory back, take it again)
+// some fifty times a second for nothing. An idle reader is answered by
+// the first round that ends max_wait after it asked, as a long poll
+// would; records, an error or a moved replica answer it at once. Under mu.
+func (s *fetchSession) keepWaiting(w *fetchWant, res fetchResult, now time.Time) bool {
+	p := res.part
+	if w.gone || res.err != nil || p == nil || len(p.records) > 0 || p.errorCode != 0 || p.preferred >= 0 ||
+		now.Sub(w.since) >= s.c.cfg.MaxWait {
+		return false
+	}
+	s.waiting[w.tp] = append([]*fetchWant{w}, s.waiting[w.tp]...)
+	return true
 }
 
 // round sends one Fetch for batch, waiting at most wait at the broker, and

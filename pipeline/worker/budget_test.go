@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -197,5 +198,66 @@ func TestWorkerWhoseSinksCannotStageTakesAFetchBiggerThanTheBudget(t *testing.T)
 	}
 	if w.Budget.inUse() != 0 {
 		t.Errorf("%d bytes of the budget still held after the run", w.Budget.inUse())
+	}
+}
+
+// TestPartitionsWithLittleToSayLeaveTheBudgetToOthers: many partitions
+// that caught up, each long-polling for records that do not come, must
+// not hold the budget that a partition with records needs to go on.
+// Each reserved kafka.fetch.max_bytes for its long poll and held the rows
+// of its last fetch, below a stage chunk, across it: with 600 partitions
+// the member's budget was spent by partitions with nothing to say, and
+// those with records waited for memory (issue 44; "waited for memory
+// 2h6m43s summed over partitions", no row written in the first minute).
+// Here the long polls never end, so a budget they hold is held for good.
+func TestPartitionsWithLittleToSayLeaveTheBudgetToOthers(t *testing.T) {
+	const idle, few, n = 40, 500, 3000
+	shared := NewBudget(1 << 20)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var parked sync.WaitGroup
+	for range idle {
+		w, _, _, _ := testWorker(t, &fakeLog{values: logValues(few, nil, nil), perFetch: 1000}, 0, "dead_letter")
+		w.Budget, w.FetchMax, w.Target = shared, 64<<10, -1
+		w.Sinks = []sink.Sink{&fakeStager{budget: shared}}
+		parked.Add(1)
+		go func() {
+			defer parked.Done()
+			w.Run(ctx, position{Offset: 0, Cut: -1})
+		}()
+	}
+	// Every idle partition took its records and waits in its long poll,
+	// or for the budget.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		shared.mu.Lock()
+		queued := shared.waiters.Len()
+		shared.mu.Unlock()
+		if queued > 0 || shared.inUse() >= idle*fetchFloor {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the idle partitions did not start")
+		}
+	}
+	w, c, _, _ := testWorker(t, &fakeLog{values: logValues(n, nil, nil), perFetch: 100}, 0, "dead_letter")
+	st := &fakeStager{budget: shared}
+	w.Budget, w.FetchMax, w.Sinks = shared, 64<<10, []sink.Sink{st}
+	// A deadlock guard, not a timing: the run ends long before.
+	runCtx, stop := context.WithTimeout(ctx, 20*time.Second)
+	defer stop()
+	if err := w.Run(runCtx, position{Offset: 0, Cut: -1}); err != nil {
+		t.Fatal(err)
+	}
+	last := commitCall{}
+	if len(c.calls) > 0 {
+		last = c.calls[len(c.calls)-1]
+	}
+	if !w.reached || last != (commitCall{n, ""}) || st.rows != n {
+		t.Errorf("the partition with records stalled behind %d idle ones: reached %v, last commit %+v, %d rows of %d written", idle, w.reached, last, st.rows, n)
+	}
+	cancel()
+	parked.Wait()
+	if shared.inUse() != 0 {
+		t.Errorf("%d bytes of the budget still held after the runs", shared.inUse())
 	}
 }

@@ -164,16 +164,24 @@ func (w *Worker) discardStaged() {
 
 // reserveFetch takes the next fetch's bytes from the budget before the
 // fetch, waiting while the budget is spent: this is where a member pauses.
-// The reservation is the last fetch's size (the first time,
-// kafka.fetch.max_bytes); settleFetch corrects it once the records are in.
-// Before it waits, the worker gives back what it can: its rows are staged,
-// or, when the sinks cannot stage, its batch is cut.
+// The reservation is kafka.fetch.max_bytes at first, then follows the
+// last fetch (nextFetch), and the fetch asks for no more; settleFetch
+// corrects it once the records are in. A partition that caught up stages
+// its rows first once they hold Budget.idleChunk: its fetch is a long
+// poll, and hundreds of partitions' rows held across theirs, each below a
+// stage chunk, would hold the budget for nothing. Before it waits, the worker gives back what it can: its rows are staged, or,
+// when the sinks cannot stage, its batch is cut.
 func (w *Worker) reserveFetch(ctx context.Context) error {
 	if w.FetchMax <= 0 {
 		return nil
 	}
 	if w.fetchGuess <= 0 {
 		w.fetchGuess = w.FetchMax
+	}
+	if w.caughtUp && w.batch.bytes-w.batch.deadBytes-w.batch.sinkBytes >= w.Budget.idleChunk() {
+		if _, err := w.stage(ctx); err != nil {
+			return err
+		}
 	}
 	n := w.Budget.clamp(w.fetchGuess)
 	switch {
@@ -188,6 +196,9 @@ func (w *Worker) reserveFetch(ctx context.Context) error {
 		}
 	}
 	w.fetchHeld = n
+	if r, ok := w.Reader.(fetchLimiter); ok {
+		r.SetFetchMax(int(n))
+	}
 	return nil
 }
 
@@ -282,9 +293,8 @@ func (w *Worker) settleFetch(msgs []record.Record) {
 			n += int64(len(h.Key) + len(h.Value))
 		}
 	}
-	if n > 0 {
-		w.fetchGuess = n
-	}
+	w.caughtUp = n < w.fetchHeld/2
+	w.fetchGuess = nextFetch(n, w.FetchMax)
 	switch {
 	case n > w.fetchHeld:
 		w.Budget.force(n - w.fetchHeld)

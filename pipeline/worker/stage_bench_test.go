@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/logstore/logstore/internal/loggen"
 	"github.com/logstore/logstore/internal/testkit"
@@ -189,27 +188,13 @@ func memberCatchUp(b *testing.B, parts, n int, sortBy ...sink.SortKey) {
 		out := b.TempDir()
 		sinks := benchFilesAt(b, dec, out, sortBy...)
 		budget := NewBudget(memoryBudget)
-		stats := NewStats()
 		per := int64(n / parts)
-		var g errgroup.Group
-		for p := range parts {
+		readers := make([]Reader, parts)
+		for p := range readers {
 			start := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
-			w := &Worker{Config: Config{
-				Topic: "t", Partition: p, Decoder: dec,
-				Reader:  &genLog{gen: loggen.New(uint64(p), start, 2*time.Hour/time.Duration(per)), partition: p, n: per},
-				Columns: len(dec.Schema().Fields), Commit: &fakeCommitter{}, Sinks: sinks.All(),
-				OnError: "fail", OnOutOfRange: "fail", Limits: Limits{MaxAge: time.Hour},
-				Budget: budget, FetchMax: 1 << 20, Stats: stats, Target: per, FlushWait: time.Second,
-				Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			}}
-			g.Go(func() error { return w.Run(context.Background(), position{Offset: 0, Cut: -1}) })
+			readers[p] = &genLog{gen: loggen.New(uint64(p), start, 2*time.Hour/time.Duration(per)), partition: p, n: per}
 		}
-		if err := g.Wait(); err != nil {
-			b.Fatal(err)
-		}
-		if got := stats.Records.Load(); got != per*int64(parts) {
-			b.Fatalf("took %d records, want %d", got, per*int64(parts))
-		}
+		runMember(b, dec, sinks, budget, readers, per)
 		sinks.Close()
 		for _, name := range testkit.FilesUnder(b, out) {
 			if info, err := os.Stat(filepath.Join(out, name)); err == nil {

@@ -37,6 +37,7 @@ type Worker struct {
 
 	fetchGuess int64 // the next fetch's reservation: the last fetch's bytes
 	fetchHeld  int64 // the budget the current fetch holds
+	caughtUp   bool  // the last fetch came back less than half full (reserveFetch)
 
 	batch   openBatch
 	next    int64           // the next offset to take
