@@ -143,6 +143,14 @@ func (k *Kafka) Transact(ctx context.Context, part *TxnPart) error {
 	part.done = make(chan error, 1)
 	k.cycle.add(part)
 	for {
+		// Its outcome first: select picks at random among ready cases, and
+		// the leader, its cycle committed, finds the turn free as well;
+		// taking it would wait commit_interval for nothing.
+		select {
+		case err := <-part.done:
+			return err
+		default:
+		}
 		select {
 		case err := <-part.done:
 			return err
