@@ -80,8 +80,11 @@ type openBatch struct {
 	// unsure: exactly_once: a transaction of it went unanswered, and may
 	// have committed; the group's offset tells before it is written again.
 	unsure bool
-	last   int64 // where it was cut, once delivered
-	full   bool  // a sink said the batch reached its target size
+	// txn: exactly_once: its part in the member's transaction, kept while
+	// a cycle holds it and its outcome is not known (sink.TxnPart.InCycle).
+	txn  *sink.TxnPart
+	last int64 // where it was cut, once delivered
+	full bool  // a sink said the batch reached its target size
 	// snapshotLeft: the table, the last output, has the batch's data
 	// files and not yet its snapshot (deliver's split), since
 	// snapshotFrom.
