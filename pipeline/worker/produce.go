@@ -73,7 +73,7 @@ func (w *Worker) afterTxn(s sink.Sink) bool {
 // snapshotAfterTxn writes the batch to the sinks that commit after the
 // transaction (afterTxn), once.
 func (w *Worker) snapshotAfterTxn(ctx context.Context, b *openBatch, last int64) error {
-	if b.tabled || (len(b.rows) == 0 && b.staged == 0) {
+	if b.phase >= phaseTabled || (len(b.rows) == 0 && b.staged == 0) {
 		return nil
 	}
 	sinks, _, err := w.withLayout(w.using)
@@ -98,7 +98,7 @@ func (w *Worker) snapshotAfterTxn(ctx context.Context, b *openBatch, last int64)
 		}
 		w.timeFlush(kind, start)
 	}
-	b.tabled = true
+	b.reach(phaseTabled)
 	return nil
 }
 
@@ -131,7 +131,7 @@ func (w *Worker) commitNext(ctx context.Context, b *openBatch, last int64) error
 		}
 		return w.commitRetrying(ctx, w.kafkaNext(last), "")
 	}
-	if !b.transacted {
+	if b.phase < phaseTransacted {
 		start := time.Now()
 		err := Retry(ctx, w.Log, "writing batch "+strconv.FormatInt(b.first, 10)+"-"+strconv.FormatInt(last, 10)+" in a transaction", w.retrier(OpCommit), func() error {
 			return w.transact(ctx, b, last)
@@ -141,7 +141,7 @@ func (w *Worker) commitNext(ctx context.Context, b *openBatch, last int64) error
 		}
 		w.timeCommit(StepNext, start)
 		// Committed: a flush that fails after this must not write it again.
-		b.transacted = true
+		b.reach(phaseTransacted)
 	}
 	if err := w.snapshotAfterTxn(ctx, b, last); err != nil {
 		return err
@@ -160,14 +160,13 @@ func (w *Worker) transact(ctx context.Context, b *openBatch, last int64) error {
 			// The cycle that took it tells its outcome; the brokers cannot
 			// before it sent its offsets (issue 45).
 			w.Log.Info(waitingForCycle, "first", b.first, "last", last)
-			b.unsure = false
-		}
-		if b.unsure {
+			b.phase = phaseDelivered
+		} else if b.phase == phaseUnsure {
 			committed, err := w.txnCommitted(ctx, b, last, member)
 			if err != nil {
 				return err
 			}
-			b.unsure = false
+			b.phase = phaseDelivered
 			if committed {
 				return nil
 			}
@@ -177,7 +176,7 @@ func (w *Worker) transact(ctx context.Context, b *openBatch, last int64) error {
 		case err == nil:
 			return nil
 		case errors.Is(err, producer.ErrTxnOutcomeUnknown):
-			b.unsure = true
+			b.phase = phaseUnsure
 			if b.txn.InCycle() {
 				break // the stop waits for the cycle that holds it
 			}
