@@ -23,7 +23,18 @@ type TxnPart struct {
 
 	done  chan error
 	taken bool // in a cycle; the cycle's mu guards it
+	// waiting: handed to the cycle, its outcome not yet returned by
+	// Transact; the caller's (Transact is called by one goroutine at a
+	// time for a part).
+	waiting bool
 }
+
+// InCycle says a cycle took part and its outcome is not known to the
+// caller yet (Transact answered producer.ErrTxnOutcomeUnknown when the
+// caller's context ended): Transact with the same part waits for that
+// outcome, which only the cycle holding it can tell — the brokers cannot
+// see a transaction that has not sent its offsets yet.
+func (p *TxnPart) InCycle() bool { return p != nil && p.waiting }
 
 // ErrCycleAborted is a part whose transaction was aborted for another
 // part's failure (a row the brokers refused): it is written again in the
@@ -138,16 +149,31 @@ func (c *txnCycle) wait(ctx context.Context) {
 // ErrCycleAborted when another part failed the transaction (write it
 // again); producer.ErrGroupFenced, producer.ErrProducerFenced as they
 // come. A part whose ctx ends while its cycle runs gets an error wrapping
-// producer.ErrTxnOutcomeUnknown: the cycle may still commit it.
+// producer.ErrTxnOutcomeUnknown: the cycle may still commit it, and
+// part.InCycle says so; Transact with the same part then waits for that
+// cycle's outcome instead of writing the part again.
 func (k *Kafka) Transact(ctx context.Context, part *TxnPart) error {
-	part.done = make(chan error, 1)
-	k.cycle.add(part)
+	if !part.waiting {
+		part.done, part.waiting = make(chan error, 1), true
+		k.cycle.add(part)
+	}
 	for {
+		// Its outcome first: select picks at random among ready cases, and
+		// the leader, its cycle committed, finds the turn free as well;
+		// taking it would wait commit_interval for nothing.
 		select {
 		case err := <-part.done:
+			part.waiting = false
+			return err
+		default:
+		}
+		select {
+		case err := <-part.done:
+			part.waiting = false
 			return err
 		case <-ctx.Done():
 			if k.cycle.remove(part) {
+				part.waiting = false
 				return ctx.Err()
 			}
 			return fmt.Errorf("kafka: %w: the partition stopped while its transaction was being written: %w", producer.ErrTxnOutcomeUnknown, ctx.Err())

@@ -70,25 +70,29 @@ func (w *Worker) handOff(ctx context.Context, last int64) {
 
 // commitAhead is the rest of the commit protocol for a batch ahead: the
 // table's snapshot and the files' record where deliver left them
-// (snapshotLeft), then the commit of next (commitNext).
+// (phaseFilesOnly), then the commit of next (commitNext).
 func (w *Worker) commitAhead(ctx context.Context, b *openBatch, last int64) error {
-	if b.snapshotLeft {
+	if b.phase == phaseFilesOnly {
 		sinks, _, err := w.withLayout(w.using)
 		if err != nil {
 			return err
 		}
-		s := sinks[b.wroteBy]
-		kind := SinkKind(s)
-		if err := w.retrySink(ctx, "writing a batch", kind, func() error { return s.Write(ctx, w.sinkBatch(b, last)) }); err != nil {
-			return err
+		// The table is the last sink: past it, only the files' record
+		// is left (a retry after it failed).
+		if b.wroteBy < len(sinks) {
+			s := sinks[b.wroteBy]
+			kind := SinkKind(s)
+			if err := w.retrySink(ctx, "writing a batch", kind, func() error { return s.Write(ctx, w.sinkBatch(b, last)) }); err != nil {
+				return err
+			}
+			w.timeFlush(kind, b.snapshotFrom)
+			b.wroteBy++
 		}
-		w.timeFlush(kind, b.snapshotFrom)
-		b.wroteBy++
-		b.snapshotLeft = false
 		if err := w.saveResume(ctx, b.first, last, false); err != nil {
 			return err
 		}
-		b.delivered, b.last = true, last
+		b.reach(phaseDelivered)
+		b.last = last
 		sink.Failpoint(ctx, sink.FailDelivered)
 	}
 	return w.commitNext(ctx, b, last)

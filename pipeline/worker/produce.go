@@ -73,7 +73,7 @@ func (w *Worker) afterTxn(s sink.Sink) bool {
 // snapshotAfterTxn writes the batch to the sinks that commit after the
 // transaction (afterTxn), once.
 func (w *Worker) snapshotAfterTxn(ctx context.Context, b *openBatch, last int64) error {
-	if b.tabled || (len(b.rows) == 0 && b.staged == 0) {
+	if b.phase >= phaseTabled || (len(b.rows) == 0 && b.staged == 0) {
 		return nil
 	}
 	sinks, _, err := w.withLayout(w.using)
@@ -98,7 +98,7 @@ func (w *Worker) snapshotAfterTxn(ctx context.Context, b *openBatch, last int64)
 		}
 		w.timeFlush(kind, start)
 	}
-	b.tabled = true
+	b.reach(phaseTabled)
 	return nil
 }
 
@@ -131,7 +131,7 @@ func (w *Worker) commitNext(ctx context.Context, b *openBatch, last int64) error
 		}
 		return w.commitRetrying(ctx, w.kafkaNext(last), "")
 	}
-	if !b.transacted {
+	if b.phase < phaseTransacted {
 		start := time.Now()
 		err := Retry(ctx, w.Log, "writing batch "+strconv.FormatInt(b.first, 10)+"-"+strconv.FormatInt(last, 10)+" in a transaction", w.retrier(OpCommit), func() error {
 			return w.transact(ctx, b, last)
@@ -141,7 +141,7 @@ func (w *Worker) commitNext(ctx context.Context, b *openBatch, last int64) error
 		}
 		w.timeCommit(StepNext, start)
 		// Committed: a flush that fails after this must not write it again.
-		b.transacted = true
+		b.reach(phaseTransacted)
 	}
 	if err := w.snapshotAfterTxn(ctx, b, last); err != nil {
 		return err
@@ -156,12 +156,17 @@ func (w *Worker) commitNext(ctx context.Context, b *openBatch, last int64) error
 func (w *Worker) transact(ctx context.Context, b *openBatch, last int64) error {
 	for {
 		member, changed, owned := w.txnMember()
-		if b.unsure {
+		if b.txn.InCycle() {
+			// The cycle that took it tells its outcome; the brokers cannot
+			// before it sent its offsets (issue 45).
+			w.Log.Info(waitingForCycle, "first", b.first, "last", last)
+			b.phase = phaseDelivered
+		} else if b.phase == phaseUnsure {
 			committed, err := w.txnCommitted(ctx, b, last, member)
 			if err != nil {
 				return err
 			}
-			b.unsure = false
+			b.phase = phaseDelivered
 			if committed {
 				return nil
 			}
@@ -171,7 +176,10 @@ func (w *Worker) transact(ctx context.Context, b *openBatch, last int64) error {
 		case err == nil:
 			return nil
 		case errors.Is(err, producer.ErrTxnOutcomeUnknown):
-			b.unsure = true
+			b.phase = phaseUnsure
+			if b.txn.InCycle() {
+				break // the stop waits for the cycle that holds it
+			}
 			w.Log.Warn("the outcome of the batch's transaction is unknown (its commit went unanswered); the group's offset will tell before it is written again",
 				"first", b.first, "last", last, "err", err)
 		case errors.Is(err, producer.ErrProducerFenced):
@@ -242,16 +250,22 @@ func (w *Worker) txnMember() (*producer.GroupMember, <-chan struct{}, func() boo
 // without them (same names), and the transaction is tried again.
 func (w *Worker) transactOnce(ctx context.Context, b *openBatch, last int64, member *producer.GroupMember) error {
 	for {
-		rows, sources, letters := w.notInKafka(b)
-		batch := &sink.Batch{Topic: w.Topic, Partition: w.Partition, First: b.first, Last: last, Schema: w.Decoder.Schema(),
-			Rows: rows, Sources: sources, Prefix: w.Prefix, ValidText: true}
-		var also func(context.Context) error
-		if w.EOS.Dead != nil && len(letters) > 0 {
-			dead := &deadBatch{Topic: w.Topic, Partition: w.Partition, First: b.first, Last: last, Prefix: w.Prefix, Letters: letters}
-			also = func(ctx context.Context) error { return w.EOS.Dead.writeDeadLetters(ctx, dead) }
+		if !b.txn.InCycle() {
+			rows, sources, letters := w.notInKafka(b)
+			batch := &sink.Batch{Topic: w.Topic, Partition: w.Partition, First: b.first, Last: last, Schema: w.Decoder.Schema(),
+				Rows: rows, Sources: sources, Prefix: w.Prefix, ValidText: true}
+			var also func(context.Context) error
+			if w.EOS.Dead != nil && len(letters) > 0 {
+				dead := &deadBatch{Topic: w.Topic, Partition: w.Partition, First: b.first, Last: last, Prefix: w.Prefix, Letters: letters}
+				also = func(ctx context.Context) error { return w.EOS.Dead.writeDeadLetters(ctx, dead) }
+			}
+			b.txn = &sink.TxnPart{Batch: batch, Also: also, Member: member,
+				Offset: producer.Offset{Topic: w.Topic, Partition: int32(w.Partition), Offset: w.kafkaNext(last), Metadata: start.WithFrom(commitTimeMeta(time.Now()), b.first)}}
 		}
-		err := w.EOS.Kafka.Transact(ctx, &sink.TxnPart{Batch: batch, Also: also, Member: member,
-			Offset: producer.Offset{Topic: w.Topic, Partition: int32(w.Partition), Offset: w.kafkaNext(last), Metadata: start.WithFrom(commitTimeMeta(time.Now()), b.first)}})
+		// A part a cycle took already (a stop under it) is not written
+		// again: Transact waits for that cycle's outcome.
+		batch := b.txn.Batch
+		err := w.EOS.Kafka.Transact(ctx, b.txn)
 		if errors.Is(err, sink.ErrCycleAborted) {
 			continue // another partition's batch failed the member's transaction
 		}
@@ -266,7 +280,7 @@ func (w *Worker) transactOnce(ctx context.Context, b *openBatch, last int64, mem
 		}
 		// The refusals name rows of what went to Kafka; the batch holds
 		// the rows the Kafka output skipped before them.
-		skipped := len(b.rows) - len(rows)
+		skipped := len(b.rows) - len(batch.Rows)
 		for _, e := range refused {
 			e.Index += skipped
 		}
@@ -332,3 +346,7 @@ func (o *KafkaOwn) Position() *position {
 	}
 	return &o.At
 }
+
+// waitingForCycle is logged when a stopping partition waits for the
+// member's cycle that holds its batch to tell the batch's outcome.
+const waitingForCycle = "the partition stopped while the member's cycle holds its batch; waiting for the cycle's outcome"

@@ -75,19 +75,15 @@ type openBatch struct {
 	stagedBy    int   // how many sinks already took the rows being staged
 	wroteBy     int   // how many sinks already wrote the batch being delivered
 	deadBy      int   // how many dead-letter writers already wrote its dead letters
-	delivered   bool  // every sink holds the batch cut at last; only the commit of next is left
-	transacted  bool  // exactly_once: its transaction (rows, dead letters, next) committed
-	tabled      bool  // exactly_once: the table's snapshot, after the transaction, holds it
-	// unsure: exactly_once: a transaction of it went unanswered, and may
-	// have committed; the group's offset tells before it is written again.
-	unsure bool
-	last   int64 // where it was cut, once delivered
-	full   bool  // a sink said the batch reached its target size
-	// snapshotLeft: the table, the last output, has the batch's data
-	// files and not yet its snapshot (deliver's split), since
-	// snapshotFrom.
-	snapshotLeft bool
-	snapshotFrom time.Time
+	phase       phase // where it is in its life (phase.go)
+	// txn: exactly_once: its part in the member's transaction, kept while
+	// a cycle holds it and its outcome is not known (sink.TxnPart.InCycle).
+	txn          *sink.TxnPart
+	last         int64     // where it was cut, once delivered
+	snapshotFrom time.Time // phaseFilesOnly: since when its data files are written
+	// full: a sink said the batch reached its target size: a cue to cut
+	// it, not a phase.
+	full bool
 }
 
 // Config is what the job gives a partition's worker.
@@ -348,7 +344,7 @@ func (w *Worker) stop() error {
 	case ReleaseHandover:
 		// A batch older than half of max_age is written all the same, so a
 		// partition that moves more often than max_age still commits.
-		if !w.batch.delivered && time.Since(w.batch.opened) < w.Limits.MaxAge/2 {
+		if !w.batch.delivered() && time.Since(w.batch.opened) < w.Limits.MaxAge/2 {
 			w.Log.Info("partition moves: handing its open batch over; the new owner reads it again from the last commit", "first", w.batch.first, "next", w.next)
 			return nil
 		}
@@ -521,7 +517,7 @@ func (w *Worker) cutBatch(ctx context.Context, last int64, ahead bool) error {
 	if last < b.first {
 		return nil
 	}
-	if b.delivered {
+	if b.delivered() {
 		// A flush that wrote the batch and failed only at the commit of
 		// next (the job stopping under it): the sinks hold it and may not
 		// take it again (its spool is gone); commit next.
@@ -546,7 +542,7 @@ func (w *Worker) cutBatch(ctx context.Context, last int64, ahead bool) error {
 			}
 			return err
 		}
-		if b.snapshotLeft {
+		if b.phase == phaseFilesOnly {
 			w.handOff(ctx, last)
 			return nil
 		}
@@ -557,7 +553,8 @@ func (w *Worker) cutBatch(ctx context.Context, last int64, ahead bool) error {
 				return err
 			}
 		}
-		b.delivered, b.last = true, last
+		b.reach(phaseDelivered)
+		b.last = last
 		sink.Failpoint(ctx, sink.FailDelivered)
 	}
 	if ahead && w.EOS != nil && w.using == w.Layout && last != w.cut {
@@ -611,7 +608,7 @@ func (w *Worker) commitRetrying(ctx context.Context, offset int64, metadata stri
 //
 // With split, a table that is the last output (CommitsBySnapshot, no
 // at-least-once Kafka after it) only gets its data files written
-// (sink.TableSink.WriteFiles), and the batch is left with snapshotLeft:
+// (sink.TableSink.WriteFiles), and the batch is left in phaseFilesOnly:
 // its snapshot is commitAhead's.
 func (w *Worker) deliver(ctx context.Context, last int64, split bool) error {
 	b := &w.batch
@@ -674,7 +671,8 @@ func (w *Worker) deliver(ctx context.Context, last int64, split bool) error {
 			return err
 		}
 		if filesOnly && !held {
-			b.snapshotLeft, b.snapshotFrom = true, start
+			b.reach(phaseFilesOnly)
+			b.snapshotFrom = start
 			break
 		}
 		b.wroteBy = i + 1
