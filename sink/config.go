@@ -312,7 +312,7 @@ func (s *S3Config) setDefaults() {
 func (k *KafkaOutputConfig) setDefaults() {
 	confkey.Default(&k.Value, "json")
 	confkey.Default(&k.Compression, "lz4")
-	confkey.Default(&k.BatchSize, 1000)
+	confkey.Default(&k.BatchSize, 10000)
 	confkey.Default(&k.BatchBytes, 1*mib)
 	confkey.Default(&k.BatchTimeout, 50*time.Millisecond)
 	confkey.Default(&k.MaxAttempts, 10)

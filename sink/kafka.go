@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +43,26 @@ type Kafka struct {
 	brokers []string
 	txn     sync.Mutex // one transaction at a time: the producer has one open
 	cycle   *txnCycle  // exactly_once: the member's transactions
+
+	// at_least_once: the rows each open batch (stageKey, files.go)
+	// staged, produced and not yet known to be written; Write waits for
+	// them.
+	mu     sync.Mutex
+	staged map[stageKey]*stagedRows
+}
+
+// stagedRows is what an open batch staged and the brokers have not all
+// acknowledged, oldest first, and its records' bytes.
+type stagedRows struct {
+	sends []*stagedSend
+	bytes int64
+}
+
+// stagedSend is one Stage's records on their way.
+type stagedSend struct {
+	sent    *producer.Sent
+	records []producer.Record
+	bytes   int64
 }
 
 // KafkaDeps is what the Kafka sink takes from the job.
@@ -111,7 +132,7 @@ func newKafka(cfg *KafkaOutputConfig, brokers []string, deps KafkaDeps) (*Kafka,
 		return nil, err
 	}
 	log.Info("kafka sink", "topic", cfg.Topic, "partitioner", part.String(), "rack", deps.Rack, "delivery", cfg.Delivery, "transactional_id", txnID)
-	return &Kafka{p: p, cfg: cfg, brokers: brokers, cycle: newTxnCycle(deps.CommitInterval)}, nil
+	return &Kafka{p: p, cfg: cfg, brokers: brokers, cycle: newTxnCycle(deps.CommitInterval), staged: make(map[stageKey]*stagedRows)}, nil
 }
 
 // partitioner is where keyless rows go: as sinks.kafka.partitioner says,
@@ -141,13 +162,20 @@ func kafkaCodec(name string) (compress.Compression, error) {
 	return 0, confkey.Errorf("kafka.compression", "%q is not one of none, gzip, snappy, lz4, zstd", name)
 }
 
-// Write produces the batch's rows and waits for all acknowledgements. A
-// record the brokers refuse for its size (over the topic's
-// max.message.bytes though under batch_bytes) is its row's fault: it comes
-// back as a RowError, for the dead letters. With exactly_once it does
-// nothing: the rows go in Transact.
+// Write produces the batch's rows and waits for all acknowledgements,
+// those of the rows Stage produced before too. A record the brokers refuse
+// for its size (over the topic's max.message.bytes though under
+// batch_bytes) is its row's fault: it comes back as a RowError, for the
+// dead letters. With exactly_once it does nothing: the rows go in
+// Transact.
 func (k *Kafka) Write(ctx context.Context, b *Batch) error {
-	if len(b.Rows) == 0 || k.ExactlyOnce() {
+	if k.ExactlyOnce() {
+		return nil
+	}
+	if err := k.waitStaged(ctx, stageKey{b.Topic, b.Partition, b.Prefix}, 0); err != nil {
+		return err
+	}
+	if len(b.Rows) == 0 {
 		return nil
 	}
 	return k.produce(ctx, b)
@@ -158,7 +186,12 @@ func (k *Kafka) produce(ctx context.Context, b *Batch) error {
 	if err != nil {
 		return err
 	}
-	err = k.p.Produce(ctx, k.cfg.Topic, recs)
+	return k.produceErr(b, k.p.Produce(ctx, k.cfg.Topic, recs))
+}
+
+// produceErr is what Write reports for a produce of b's rows that ended
+// with err.
+func (k *Kafka) produceErr(b *Batch, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -178,7 +211,7 @@ func (k *Kafka) produce(ctx context.Context, b *Batch) error {
 func tooLargeRows(b *Batch, perr *producer.Error) RowErrors {
 	var out RowErrors
 	for _, r := range perr.Records {
-		if !errors.Is(r.Err, kafka.MessageSizeTooLarge) && !errors.Is(r.Err, kafka.RecordListTooLarge) {
+		if !tooLarge(r.Err) {
 			return nil
 		}
 		out = append(out, &RowError{Topic: b.Topic, Partition: b.Partition, Index: r.Index, Offset: sourceOffset(b, r.Index),
@@ -187,16 +220,171 @@ func tooLargeRows(b *Batch, perr *producer.Error) RowErrors {
 	return out
 }
 
+func tooLarge(err error) bool {
+	return errors.Is(err, kafka.MessageSizeTooLarge) || errors.Is(err, kafka.RecordListTooLarge)
+}
+
+// stagedInFlight bounds the bytes of records an open batch has staged and
+// not seen acknowledged: Stage waits for the oldest beyond it, so a
+// partition never runs far ahead of what the brokers take. The bytes
+// count in batch.memory_budget (HeldBytes) until acknowledged. More
+// (4x) kept the garbage collector busier with no faster catch-up.
+func (k *Kafka) stagedInFlight() int64 { return max(k.cfg.BatchBytes, 1<<20) }
+
 // Stage produces rows of the open batch at once, so the batch need not
-// keep them: at least once allows producing before the cut, and a batch read
-// again is produced again (the logstore.source.* headers tell the repeats).
-// With exactly_once the job does not stage (the rows wait for the
-// transaction); a call fails rather than produce outside one.
+// keep them: at least once allows producing before the cut, and a batch
+// read again is produced again (the logstore.source.* headers tell the
+// repeats). It does not wait for the brokers: Write, at the cut, waits
+// for every staged row, so the cut is committed only once all are
+// written. With exactly_once the job does not stage (the rows wait for
+// the transaction); a call fails rather than produce outside one.
 func (k *Kafka) Stage(ctx context.Context, b *Batch) (full bool, err error) {
 	if k.ExactlyOnce() {
 		return false, errors.New("kafka: exactly_once does not stage rows; they go in the batch's transaction")
 	}
-	return false, k.Write(ctx, b)
+	if len(b.Rows) == 0 {
+		return false, nil
+	}
+	key := stageKey{b.Topic, b.Partition, b.Prefix}
+	// Settle what is already written, and wait for room.
+	if err := k.waitStaged(ctx, key, k.stagedInFlight()); err != nil {
+		return false, err
+	}
+	recs, err := kafkaRecords(k.cfg, b)
+	if err != nil {
+		return false, err
+	}
+	if k.cfg.Value == "original" {
+		// The records' values are the input's bytes, which the batch
+		// lets go of once staged: keep a copy while they are on their way.
+		var n int
+		for i := range recs {
+			n += len(recs[i].Value)
+		}
+		buf := make([]byte, 0, n)
+		for i := range recs {
+			buf = append(buf, recs[i].Value...)
+			recs[i].Value = buf[len(buf)-len(recs[i].Value) : len(buf) : len(buf)]
+		}
+	}
+	sent, err := k.p.Send(ctx, k.cfg.Topic, recs)
+	if err != nil {
+		return false, k.produceErr(b, err)
+	}
+	var n int64
+	for i := range recs {
+		n += recordSize(&recs[i])
+	}
+	k.mu.Lock()
+	st := k.staged[key]
+	if st == nil {
+		st = &stagedRows{}
+		k.staged[key] = st
+	}
+	st.sends = append(st.sends, &stagedSend{sent: sent, records: recs, bytes: n})
+	st.bytes += n
+	k.mu.Unlock()
+	return false, nil
+}
+
+// waitStaged waits until the open batch's staged rows on their way are
+// at most room bytes, oldest first; room 0 waits for all. Records that
+// failed are produced again, and waitStaged reports the failure: a later
+// call waits for them again, until they are written (Stage gave them to
+// the brokers, so the batch holds them no more; they may then follow rows
+// staged after them, as at least once allows). A record the brokers
+// refuse for its size fails the batch with the way out: its row is no
+// longer in the batch to go to the dead letters.
+func (k *Kafka) waitStaged(ctx context.Context, key stageKey, room int64) error {
+	k.mu.Lock()
+	st := k.staged[key]
+	k.mu.Unlock()
+	if st == nil {
+		return nil
+	}
+	// Only the partition's worker adds to st.sends, and it is here.
+	sends := st.sends
+	var again []*stagedSend
+	var failed error
+	i := 0
+	for ; i < len(sends); i++ {
+		s := sends[i]
+		if room > 0 && failed == nil {
+			k.mu.Lock()
+			over := st.bytes > room
+			k.mu.Unlock()
+			select {
+			case <-s.sent.Done():
+			default:
+				if !over {
+					goto done // the rest is on its way, and there is room
+				}
+			}
+		}
+		if err := s.sent.Wait(ctx); err != nil {
+			if ctx.Err() != nil {
+				failed = ctx.Err()
+				break
+			}
+			again = append(again, s)
+			if err = k.sendAgain(ctx, key, s, err); failed == nil || !errors.Is(failed, errStagedTooLarge) {
+				failed = err
+			}
+			continue
+		}
+		k.mu.Lock()
+		st.bytes -= s.bytes
+		k.mu.Unlock()
+	}
+done:
+	k.mu.Lock()
+	st.sends = append(again, sends[i:]...)
+	if len(st.sends) == 0 && k.staged[key] == st {
+		delete(k.staged, key)
+	}
+	k.mu.Unlock()
+	return failed
+}
+
+var errStagedTooLarge = errors.New("the output topic refused a staged record for its size")
+
+// sendAgain produces the records of s that failed with err again, and
+// says what failed.
+func (k *Kafka) sendAgain(ctx context.Context, key stageKey, s *stagedSend, err error) error {
+	var perr *producer.Error
+	if !errors.As(err, &perr) {
+		// Nothing was sent: all of them again.
+		perr = &producer.Error{}
+		for i := range s.records {
+			perr.Records = append(perr.Records, producer.RecordError{Index: i, Err: err})
+		}
+	}
+	again := make([]producer.Record, len(perr.Records))
+	for i, r := range perr.Records {
+		if tooLarge(r.Err) {
+			return fmt.Errorf("kafka: %w (%s/%d to %q): its max.message.bytes is below sinks.kafka.batch_bytes (%d); lower batch_bytes to it, so such rows go to the dead letters: %w",
+				errStagedTooLarge, key.topic, key.partition, k.cfg.Topic, k.cfg.BatchBytes, r.Err)
+		}
+		again[i] = s.records[r.Index]
+	}
+	sent, serr := k.p.Send(ctx, k.cfg.Topic, again)
+	if serr != nil {
+		// s stays as it was: the next wait fails the same way and tries again.
+		return fmt.Errorf("kafka: producing %d rows of %s/%d to %q again: %w", len(again), key.topic, key.partition, k.cfg.Topic, serr)
+	}
+	s.sent, s.records = sent, again
+	return fmt.Errorf("kafka: producing rows of %s/%d to %q (%d of them are produced again): %w", key.topic, key.partition, k.cfg.Topic, len(again), err)
+}
+
+// HeldBytes is what the open batch's staged records on their way hold in
+// memory (sink.MemoryHolder).
+func (k *Kafka) HeldBytes(topic string, partition int, prefix string) int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if st := k.staged[stageKey{topic, partition, prefix}]; st != nil {
+		return st.bytes
+	}
+	return 0
 }
 
 // ExactlyOnce says whether the sink writes in transactions
@@ -207,8 +395,14 @@ func (k *Kafka) ExactlyOnce() bool { return k.cfg.Delivery == DeliveryExactlyOnc
 // (the dead letters) or read what they commit (the group's offsets).
 func (k *Kafka) Producer() *producer.Producer { return k.p }
 
-// Discard has nothing to drop: staged rows are already produced.
-func (k *Kafka) Discard(string, int, string) {}
+// Discard forgets the staged rows of the open batch: they may still be
+// written (at least once), and whoever reads the batch again produces
+// them again.
+func (k *Kafka) Discard(topic string, partition int, prefix string) {
+	k.mu.Lock()
+	delete(k.staged, stageKey{topic, partition, prefix})
+	k.mu.Unlock()
+}
 
 // Close stops the producer.
 func (k *Kafka) Close() error { return k.p.Close() }
@@ -229,9 +423,17 @@ func kafkaRecords(cfg *KafkaOutputConfig, b *Batch) ([]producer.Record, error) {
 	topic := []byte(b.Topic)
 	partition := []byte(strconv.Itoa(b.Partition))
 	msgs := make([]producer.Record, len(b.Rows))
-	// One buffer for every JSON value, cut into the messages at the end.
-	var buf []byte
-	ends := make([]int, len(b.Rows))
+	// One buffer for every JSON value and one for the offsets' digits,
+	// cut into the messages at the end; one slice for every header.
+	var buf, digits []byte
+	ends, digitEnds := make([]int, len(b.Rows)), make([]int, len(b.Rows))
+	headers := make([]producer.Header, 3*len(b.Rows))
+	var enc *rowJSON
+	if !original {
+		enc = newRowJSON(b.Schema)
+		// About what the rows' JSON takes, so buf grows once or twice.
+		buf = make([]byte, 0, 256*len(b.Rows))
+	}
 	for i, r := range b.Rows {
 		m := &msgs[i]
 		if keyCol >= 0 {
@@ -241,16 +443,24 @@ func kafkaRecords(cfg *KafkaOutputConfig, b *Batch) ([]producer.Record, error) {
 			m.Value = b.Sources[i].Value
 		} else {
 			var err error
-			if buf, err = appendRowJSON(buf, b.Schema, r); err != nil {
+			if buf, err = enc.append(buf, r); err != nil {
 				return nil, &RowError{Topic: b.Topic, Partition: b.Partition, Index: i, Offset: sourceOffset(b, i), Err: err}
 			}
 			ends[i] = len(buf)
 		}
-		m.Headers = []producer.Header{
-			{Key: HeaderSourceTopic, Value: topic},
-			{Key: HeaderSourcePartition, Value: partition},
-			{Key: HeaderSourceOffset, Value: strconv.AppendInt(nil, sourceOffset(b, i), 10)},
-		}
+		digits = strconv.AppendInt(digits, sourceOffset(b, i), 10)
+		digitEnds[i] = len(digits)
+		h := headers[3*i : 3*i+3 : 3*i+3]
+		h[0] = producer.Header{Key: HeaderSourceTopic, Value: topic}
+		h[1] = producer.Header{Key: HeaderSourcePartition, Value: partition}
+		h[2].Key = HeaderSourceOffset // its value is cut from digits below
+		m.Headers = h
+	}
+	at := 0
+	for i := range msgs {
+		end := digitEnds[i]
+		msgs[i].Headers[2].Value = digits[at:end:end]
+		at = end
 	}
 	start := 0
 	var refused RowErrors
@@ -291,7 +501,7 @@ func keyBytes(v any) []byte {
 	case string:
 		return []byte(x)
 	case []byte:
-		return x
+		return bytes.Clone(x) // a row's bytes may be reused once it is staged
 	case time.Time:
 		return x.UTC().AppendFormat(nil, time.RFC3339Nano)
 	case map[string]string:

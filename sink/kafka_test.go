@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -263,4 +264,205 @@ func TestKafkaPreflightWaitsForATopicJustCreated(t *testing.T) {
 	if err := m.Preflight(ctx); err == nil || !strings.Contains(err.Error(), "sinks.kafka.topic") {
 		t.Errorf("a topic that never comes: %v; want an error naming sinks.kafka.topic", err)
 	}
+}
+
+// Write waits for the rows it produces, so they go at once: a batch
+// timeout is for rows nobody waits for. Before, every Write and every
+// Stage of a partial batch waited it out (50 ms by default, per chunk of
+// a catch-up).
+func TestKafkaWriteDoesNotWaitOutTheBatchTimeout(t *testing.T) {
+	c := fakeOut(t)
+	k := lingeringKafka(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := k.Write(ctx, kafkaBatch()); err != nil {
+		t.Fatalf("a Write of a partial batch with batch_timeout 10m: %v", err)
+	}
+}
+
+// Stage produces without waiting; Write, at the cut, returns only once
+// every staged row is written, producing again what failed on the way:
+// the cut's offset is committed after Write, so at least once holds with
+// staging that does not wait.
+func TestKafkaStagedRowsAreWrittenBeforeWriteReturns(t *testing.T) {
+	c := fakeOut(t)
+	// The first produce request fails every partition with an error no
+	// retry mends: its records come back failed to the sink.
+	c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		req := kreq.(*kmsg.ProduceRequest)
+		res := req.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = 29 // TOPIC_AUTHORIZATION_FAILED
+				st.Partitions = append(st.Partitions, sp)
+			}
+			res.Topics = append(res.Topics, st)
+		}
+		return res, nil, true
+	})
+	k := lingeringKafka(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	whole := kafkaBatch()
+	for at := 0; at < len(whole.Rows); at += 10 {
+		chunk := *whole
+		chunk.Rows, chunk.Sources, chunk.Staged = whole.Rows[at:at+10], whole.Sources[at:at+10], at
+		if _, err := k.Stage(ctx, &chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cut := *whole
+	cut.Rows, cut.Sources, cut.Staged = nil, nil, len(whole.Rows)
+	var writes int
+	for {
+		writes++
+		err := k.Write(ctx, &cut)
+		if err == nil {
+			break
+		}
+		if writes > 5 {
+			t.Fatalf("Write after %d attempts: %v", writes, err)
+		}
+		t.Logf("Write %d: %v", writes, err)
+	}
+	if writes < 2 {
+		t.Errorf("the first Write succeeded though the first produce failed")
+	}
+	if k.HeldBytes(whole.Topic, whole.Partition, whole.Prefix) != 0 {
+		t.Error("the sink still holds staged records after Write")
+	}
+	seen := map[int64]int{}
+	for p := range 3 {
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: c.ListenAddrs(), Topic: "out", Partition: p, MaxWait: 100 * time.Millisecond})
+		for {
+			rctx, rcancel := context.WithTimeout(ctx, time.Second)
+			m, err := r.ReadMessage(rctx)
+			rcancel()
+			if err != nil {
+				break
+			}
+			off, _ := strconv.ParseInt(headerValue(m, HeaderSourceOffset), 10, 64)
+			if j, _ := appendRowJSON(nil, logSchema, whole.Rows[off-100]); string(m.Value) != string(j) {
+				t.Errorf("offset %d: value %s", off, m.Value)
+			}
+			seen[off]++
+		}
+		r.Close()
+	}
+	for i := range whole.Rows {
+		if seen[100+int64(i)] == 0 {
+			t.Errorf("source offset %d is not in the output", 100+i)
+		}
+	}
+}
+
+// fakeOut is a one-broker kfake cluster with a 3-partition topic "out".
+func fakeOut(t *testing.T) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// lingeringKafka is a Kafka sink on c whose batches not waited for wait
+// ten minutes for more rows.
+func lingeringKafka(t *testing.T, c *kfake.Cluster) *Kafka {
+	t.Helper()
+	cfg := &KafkaOutputConfig{Topic: "out", BatchTimeout: 10 * time.Minute}
+	cfg.setDefaults()
+	k, err := newKafka(cfg, c.ListenAddrs(), KafkaDeps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	return k
+}
+
+// appendJSONString copies runs of plain bytes whole; what it writes is
+// the byte-at-a-time quoting's, wherever the bytes to escape or check fall
+// against its eight-byte steps.
+func TestAppendJSONStringMatchesByteAtATime(t *testing.T) {
+	pieces := []string{"a", "hello world", "\"", "\\", "\n", "\r", "\t", "\x01", "\x1f", "\x7f", "é", "€", "😀", "\xff", "\xe2\x82", "\xef\xbf\xbd", " ", "0123456789abcdef"}
+	rng := uint64(1)
+	next := func(n int) int { rng = rng*6364136223846793005 + 1442695040888963407; return int(rng>>33) % n }
+	for range 20000 {
+		var sb strings.Builder
+		for range next(12) {
+			sb.WriteString(pieces[next(len(pieces))])
+		}
+		s := sb.String()
+		if got, want := string(appendJSONString(nil, s)), string(quoteByteAtATime(s)); got != want {
+			t.Fatalf("%q: got %s, want %s", s, got, want)
+		}
+	}
+}
+
+// quoteByteAtATime is the quoting appendJSONString does, one byte at a
+// time (its code before runs were copied whole).
+func quoteByteAtATime(s string) []byte {
+	const hex = "0123456789abcdef"
+	dst := []byte{'"'}
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				dst = append(dst, '\\', c)
+			case c == '\n':
+				dst = append(dst, '\\', 'n')
+			case c == '\r':
+				dst = append(dst, '\\', 'r')
+			case c == '\t':
+				dst = append(dst, '\\', 't')
+			case c < 0x20:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
+			default:
+				dst = append(dst, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, `\ufffd`...)
+		} else {
+			dst = append(dst, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(dst, '"')
+}
+
+// BenchmarkKafkaRecords makes the Kafka output's records of realistic log
+// rows (logSchema) as Stage does: each row's JSON value, its source
+// headers. MB/s counts the values' bytes. One goroutine: per core.
+func BenchmarkKafkaRecords(b *testing.B) {
+	const n = 1000
+	rows := logRows(time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC), n)
+	batch := &Batch{Topic: "in", Partition: 3, First: 1_000_000, Schema: logSchema, Rows: rows}
+	cfg := &KafkaOutputConfig{Topic: "out"}
+	cfg.setDefaults()
+	recs, err := kafkaRecords(cfg, batch)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var size int64
+	for i := range recs {
+		size += int64(len(recs[i].Value))
+	}
+	b.SetBytes(size)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := kafkaRecords(cfg, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/row")
 }

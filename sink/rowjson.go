@@ -18,16 +18,38 @@ import (
 // keys, NaN and ±Inf as the strings "NaN", "Infinity", "-Infinity" (as in
 // protobuf's JSON mapping), null as null.
 func appendRowJSON(dst []byte, s *Schema, r Row) ([]byte, error) {
+	return newRowJSON(s).append(dst, r)
+}
+
+// rowJSON writes rows of one schema as appendRowJSON does, each column's
+// quoted key made once rather than for every row.
+type rowJSON struct {
+	s    *Schema
+	keys [][]byte // `"name":`, the first with the object's `{`, the others with `,`
+}
+
+func newRowJSON(s *Schema) *rowJSON {
+	e := &rowJSON{s: s, keys: make([][]byte, len(s.Fields))}
+	for i, f := range s.Fields {
+		sep := byte(',')
+		if i == 0 {
+			sep = '{'
+		}
+		e.keys[i] = append(appendJSONString([]byte{sep}, f.Name), ':')
+	}
+	return e
+}
+
+func (e *rowJSON) append(dst []byte, r Row) ([]byte, error) {
+	s := e.s
 	if len(r) != len(s.Fields) {
 		return dst, fmt.Errorf("json: row has %d values, the schema %d columns", len(r), len(s.Fields))
 	}
-	dst = append(dst, '{')
+	if len(r) == 0 {
+		return append(dst, "{}"...), nil
+	}
 	for i, f := range s.Fields {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = appendJSONString(dst, f.Name)
-		dst = append(dst, ':')
+		dst = append(dst, e.keys[i]...)
 		var err error
 		if dst, err = appendJSONValue(dst, f.Type, r[i]); err != nil {
 			return dst, fmt.Errorf("json: column %q (%s): %w", f.Name, f.Type, err)
@@ -69,7 +91,8 @@ func appendJSONValue(dst []byte, t Type, v any) ([]byte, error) {
 		dst = base64.StdEncoding.AppendEncode(dst, x)
 		return append(dst, '"'), nil
 	case map[string]string:
-		keys := make([]string, 0, len(x))
+		var small [16]string // most maps are small: no allocation for their keys
+		keys := small[:0]
 		for k := range x {
 			keys = append(keys, k)
 		}
@@ -105,37 +128,65 @@ func appendJSONFloat(dst []byte, f float64, bits int) []byte {
 }
 
 // appendJSONString quotes s for JSON: quote, backslash and control
-// characters escaped, invalid UTF-8 replaced by U+FFFD.
+// characters escaped, invalid UTF-8 replaced by U+FFFD. Runs of bytes that
+// need nothing are copied whole, eight bytes tested at a time.
 func appendJSONString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
+	start := 0 // s[start:i] is copied as it is
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) && plain8(load8(s[i:])) {
+			i += 8
+			continue
+		}
 		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				dst = append(dst, '\\', c)
-			case c == '\n':
-				dst = append(dst, '\\', 'n')
-			case c == '\r':
-				dst = append(dst, '\\', 'r')
-			case c == '\t':
-				dst = append(dst, '\\', 't')
-			case c < 0x20:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
-			default:
-				dst = append(dst, c)
-			}
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
 			i++
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, `\ufffd`...)
-		} else {
-			dst = append(dst, s[i:i+size]...)
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r != utf8.RuneError || size != 1 {
+				i += size
+				continue
+			}
 		}
-		i += size
+		dst = append(dst, s[start:i]...)
+		switch {
+		case c >= utf8.RuneSelf:
+			dst = append(dst, `\ufffd`...)
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c == '\n':
+			dst = append(dst, '\\', 'n')
+		case c == '\r':
+			dst = append(dst, '\\', 'r')
+		case c == '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
+		}
+		i++
+		start = i
 	}
+	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// load8 is the first eight bytes of s, little-endian (one load).
+func load8(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// plain8 says whether none of the eight bytes in x needs escaping or a
+// UTF-8 check: each is ASCII, at least 0x20, and neither '"' nor '\\'.
+func plain8(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	hasZero := func(v uint64) uint64 { return (v - ones) & ^v & highs }
+	special := x&highs | // non-ASCII
+		(x-0x20*ones)&^x&highs | // a byte below 0x20
+		hasZero(x^('"'*ones)) | hasZero(x^('\\'*ones))
+	return special == 0
 }

@@ -30,8 +30,9 @@ type Config struct {
 	Partitioner Partitioner
 	Compression compress.Compression
 	// BatchRecords and BatchBytes close a partition's batch; Linger is how
-	// long a batch that is not full waits for more records (default 0:
-	// sent as soon as its broker's connection is free).
+	// long a batch that is not full waits for more records while nobody
+	// waits for it (Sent.Wait, Produce): default 0, sent as soon as its
+	// broker's connection is free.
 	BatchRecords int
 	BatchBytes   int
 	Linger       time.Duration
@@ -115,6 +116,8 @@ type Producer struct {
 	initing bool
 	pidWait time.Time // no InitProducerId before this, after a failed one
 	closed  bool
+	// waiting counts the Waits under way: while any is, no batch lingers.
+	waiting atomic.Int32
 	// txn is the transaction state; nil without a TransactionalID.
 	txn *txnState
 }
@@ -179,31 +182,52 @@ func (c *call) resolve(idx int, partition int32, err error) {
 // the wire are answered. A non-nil error is an *Error naming the records
 // that failed, or the error that kept all of them from being sent.
 func (p *Producer) Produce(ctx context.Context, topic string, records []Record) error {
+	s, err := p.Send(ctx, topic, records)
+	if err != nil || s == nil {
+		return err
+	}
+	return s.Wait(ctx)
+}
+
+// Sent is records given to Send, on their way: Wait says how they ended.
+type Sent struct {
+	p     *Producer
+	topic string
+	total int
+	c     *call
+}
+
+// Send queues records for topic and returns without waiting for them
+// (nil when there are none): batches fill and go as the brokers take
+// them, the ones nobody waits for after Linger. The records' bytes must
+// stay unchanged until Wait returned. Records of one Send, and of Sends
+// one after the other, reach each partition in the order given.
+func (p *Producer) Send(ctx context.Context, topic string, records []Record) (*Sent, error) {
 	if len(records) == 0 {
-		return nil
+		return nil, nil
 	}
 	if p.txn != nil {
 		p.mu.Lock()
 		err := p.txn.usable()
 		p.mu.Unlock()
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
 	ts, err := p.topic(ctx, topic)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	c := &call{pending: len(records), done: make(chan struct{})}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	if p.txn != nil {
 		if err := p.txn.usable(); err != nil {
 			p.mu.Unlock()
-			return err
+			return nil, err
 		}
 	}
 	parts := make(map[*partState]bool)
@@ -220,18 +244,40 @@ func (p *Producer) Produce(ctx context.Context, topic string, records []Record) 
 		p.addPartitions(ctx, adding)
 	}
 	p.poke()
+	return &Sent{p: p, topic: topic, total: len(records), c: c}, nil
+}
+
+// Done is closed once every record of the Send is written or failed.
+func (s *Sent) Done() <-chan struct{} { return s.c.done }
+
+// Wait returns once every record of the Send is acknowledged or has
+// failed, as Produce does. While anyone waits, no batch lingers: what is
+// waited for goes at once (the Java client's flush). When ctx ends, the
+// records not yet sent are dropped.
+func (s *Sent) Wait(ctx context.Context) error {
+	c := s.c
 	select {
 	case <-c.done:
-	case <-ctx.Done():
-		c.cancelled.Store(true)
-		p.poke()
-		<-c.done
+	default:
+		s.p.waiting.Add(1)
+		s.p.poke()
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			c.cancelled.Store(true)
+			s.p.poke()
+			<-c.done
+		}
+		s.p.waiting.Add(-1)
 	}
 	if len(c.failed) == 0 {
 		return nil
 	}
-	slices.SortFunc(c.failed, func(a, b RecordError) int { return a.Index - b.Index })
-	return &Error{Topic: topic, Total: len(records), Records: c.failed}
+	c.mu.Lock()
+	failed := slices.Clone(c.failed)
+	c.mu.Unlock()
+	slices.SortFunc(failed, func(a, b RecordError) int { return a.Index - b.Index })
+	return &Error{Topic: s.topic, Total: s.total, Records: failed}
 }
 
 // poke wakes the dispatcher.

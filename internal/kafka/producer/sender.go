@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -179,7 +180,7 @@ func (p *Producer) ready(part *partState, now time.Time) (*batch, time.Time) {
 		if now.Before(b.retryAt) {
 			return nil, b.retryAt
 		}
-		if !b.sealed && len(b.records) < p.cfg.BatchRecords && b.bytes < p.cfg.BatchBytes && len(part.queue) == 1 {
+		if !b.sealed && len(b.records) < p.cfg.BatchRecords && b.bytes < p.cfg.BatchBytes && len(part.queue) == 1 && p.waiting.Load() == 0 {
 			if at := b.created.Add(p.cfg.Linger); now.Before(at) {
 				return nil, at
 			}
@@ -282,6 +283,10 @@ func (p *Producer) send(id int32, br broker, batches []*batch) {
 
 var errEncode = errors.New("encoding a record batch")
 
+// encodeBuffers are encoded batches' buffers, used again once a batch is
+// written: a catch-up encodes a batch_bytes buffer per request.
+var encodeBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 // encode encodes the batches not yet encoded, outside mu: compression is
 // the costly part of producing. Only this goroutine touches a batch in
 // flight.
@@ -291,7 +296,8 @@ func (p *Producer) encode(batches []*batch) error {
 		if b.enc != nil {
 			continue
 		}
-		b.enc = new(bytes.Buffer)
+		b.enc = encodeBuffers.Get().(*bytes.Buffer)
+		b.enc.Grow(b.bytes/2 + 4 + batchHeaderLen)
 		if err := encodeBatch(b.enc, b.records, p.cfg.Compression, p.txn != nil, now); err != nil {
 			b.enc = nil
 			return fmt.Errorf("%w: %v", errEncode, err)
@@ -420,6 +426,10 @@ func (p *Producer) settle(br broker, b *batch, now time.Time, rp *produce.Respon
 		}
 		p.cfg.Stats.add(br, p.cfg.Rack, b.enc.Len()-4)
 		b.succeed()
+		// Written: its bytes go to the next batch (the request that
+		// carried them is answered).
+		encodeBuffers.Put(b.enc)
+		b.enc = nil
 
 	case codeInvalidProducerEpoch, codeProducerFenced, codeOutOfOrderSequence, codeUnknownProducerID, codeInvalidPIDMapping:
 		if p.txn != nil {
