@@ -191,8 +191,8 @@ func tableAndKafkaStoppedBeforeEndTxn(t *testing.T, n, maxRows int) (*kfake.Clus
 
 // TestTableAndExactlyOnceKafkaWithoutFilesLoseNoBatchWhenOffsetsAreLost:
 // the job stopped between a transaction's commit and the table's snapshot,
-// and the group's offsets are then lost (deleted, expired after
-// offsets.retention.minutes, a new group). The table is behind the Kafka
+// and the group's offsets are then lost (deleted, as here, or expired
+// after offsets.retention.minutes). The table is behind the Kafka
 // output by that batch; the Kafka output's own record, its positions
 // topic written in the same transactions, says where it stands, so the
 // next start writes the batch into the table only: every record reaches
@@ -202,8 +202,9 @@ func tableAndKafkaStoppedBeforeEndTxn(t *testing.T, n, maxRows int) (*kfake.Clus
 func TestTableAndExactlyOnceKafkaWithoutFilesLoseNoBatchWhenOffsetsAreLost(t *testing.T) {
 	const n, maxRows = 200, 70
 	c, cfg := tableAndKafkaStoppedBeforeEndTxn(t, n, maxRows)
-	// The group's offsets are lost: the next run is a group with none.
-	runTestJob(t, strings.Replace(cfg, "group: g", "group: g2", 1), Mode{UntilNow: true})
+	// The group's offsets are lost: the group is deleted.
+	deleteGroup(t, c.ListenAddrs(), "g")
+	runTestJob(t, cfg, Mode{UntilNow: true})
 	seen := testkit.ReadCommitted(t, c.ListenAddrs(), "out", n)
 	missing, again := 0, 0
 	for i := range n {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 
 	"github.com/segmentio/kafka-go"
@@ -67,10 +69,11 @@ func (j *Job) ensurePositionsTopic(ctx context.Context) error {
 	return nil
 }
 
-// lostPositions is, with exactly_once, the Kafka output's own record of
-// each partition the group has no offset for (its offsets expired or were
-// deleted), from the positions topic; nil when the group has them all.
-func (j *Job) lostPositions(ctx context.Context, positions map[string]map[int]position) (map[string]map[int]*worker.KafkaOwn, error) {
+// lostPositions is, with exactly_once, the records of the positions topic
+// (every group's last) of each partition the group has no offset for (its
+// offsets expired or were deleted, or the group is new); nil when the
+// group has them all. start.Decide weighs them.
+func (j *Job) lostPositions(ctx context.Context, positions map[string]map[int]position) (map[string]map[int][]start.KafkaRecord, error) {
 	if j.eos == nil {
 		return nil, nil
 	}
@@ -85,47 +88,78 @@ func (j *Job) lostPositions(ctx context.Context, positions map[string]map[int]po
 	if len(lost) == 0 {
 		return nil, nil
 	}
-	return j.kafkaPositions(ctx, lost)
+	return j.kafkaRecords(ctx, lost)
 }
 
 // kafkaPositions is the exactly-once Kafka output's own record of the
-// partitions in want (those the group has no offset for), read from the
-// positions topic: the last committed record of each, whichever group
-// wrote it. It reads the topic to its end under read_committed, so it
-// waits, as the stable-offsets fetch does, for open transactions on it to
-// end.
+// partitions in want, from the positions topic: the job's record of each
+// (start.OwnRecord: its group's, or the group sinks.kafka.
+// adopt_positions_of names).
 func (j *Job) kafkaPositions(ctx context.Context, want map[string][]int) (map[string]map[int]*worker.KafkaOwn, error) {
+	records, err := j.kafkaRecords(ctx, want)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]map[int]*worker.KafkaOwn, len(records))
+	for t, ps := range records {
+		out[t] = make(map[int]*worker.KafkaOwn, len(ps))
+		for p, rs := range ps {
+			if r := start.OwnRecord(rs, j.cfg.Kafka.Group, j.adoptPositionsOf()); r != nil {
+				out[t][p] = &worker.KafkaOwn{At: r.At, From: r.From}
+			}
+		}
+	}
+	return out, nil
+}
+
+// adoptPositionsOf is sinks.kafka.adopt_positions_of.
+func (j *Job) adoptPositionsOf() string {
+	if k := j.cfg.Sinks.Kafka; k != nil {
+		return k.AdoptPositionsOf
+	}
+	return ""
+}
+
+// kafkaRecords is, for the partitions in want, every group's last record
+// in the positions topic, in the order of their groups. It reads the
+// topic to its end under read_committed, so it waits, as the
+// stable-offsets fetch does, for open transactions on it to end.
+func (j *Job) kafkaRecords(ctx context.Context, want map[string][]int) (map[string]map[int][]start.KafkaRecord, error) {
 	topic := j.eos.Kafka.PositionsTopic()
 	n, err := j.eos.Kafka.Producer().Partitions(ctx, topic)
 	if err != nil {
 		return nil, fmt.Errorf("sinks.kafka.positions_topic %q: %w", topic, err)
 	}
-	wanted := make(map[string]map[int]bool, len(want))
+	last := make(map[string]map[int]map[string]start.KafkaRecord, len(want))
 	for t, ps := range want {
-		wanted[t] = make(map[int]bool, len(ps))
+		last[t] = make(map[int]map[string]start.KafkaRecord, len(ps))
 		for _, p := range ps {
-			wanted[t][p] = true
+			last[t][p] = map[string]start.KafkaRecord{}
 		}
 	}
-	out := make(map[string]map[int]*worker.KafkaOwn, len(want))
-	records, found := 0, 0
+	records := 0
 	for p := range n {
 		if err := j.readPositions(ctx, topic, p, func(t string, part int, pos sink.KafkaPosition) {
-			if records++; !wanted[t][part] {
-				return
+			records++
+			if groups, ok := last[t][part]; ok {
+				groups[pos.Group] = start.KafkaRecord{Group: pos.Group, TopicID: pos.TopicID, At: start.ParseMark(pos.Metadata).At(pos.Next), From: start.FromOf(pos.Metadata)}
 			}
-			if out[t] == nil {
-				out[t] = make(map[int]*worker.KafkaOwn)
-			}
-			if out[t][part] == nil {
-				found++
-			}
-			out[t][part] = &worker.KafkaOwn{At: start.ParseMark(pos.Metadata).At(pos.Next), From: start.FromOf(pos.Metadata)}
 		}); err != nil {
 			return nil, fmt.Errorf("reading sinks.kafka.positions_topic %q, partition %d: %w", topic, p, err)
 		}
 	}
-	j.log.Info("read the Kafka output's positions for partitions the group has no offset for", "topic", topic, "records", records, "partitions", found)
+	out := make(map[string]map[int][]start.KafkaRecord, len(last))
+	found := 0
+	for t, ps := range last {
+		out[t] = make(map[int][]start.KafkaRecord, len(ps))
+		for p, groups := range ps {
+			for _, g := range slices.Sorted(maps.Keys(groups)) {
+				out[t][p] = append(out[t][p], groups[g])
+				found++
+			}
+		}
+	}
+	j.log.Info("read the Kafka output's positions for partitions the group has no offset for", "topic", topic, "records", records, "positions", found)
 	return out, nil
 }
 

@@ -19,13 +19,11 @@ import (
 // asks before the partition is read — a recreated topic's record names
 // the new topic, a pending record the group is past is settled, and the
 // group takes a position that came from an output.
-func (j *Job) startOf(ctx context.Context, topic string, partition int, group position, own *worker.KafkaOwn, from *int64, fresh int64, topicID string, commit worker.Committer) (start.Start, error) {
-	if own != nil {
-		from = own.From
-	}
+func (j *Job) startOf(ctx context.Context, topic string, partition int, group position, kafkaRecords []start.KafkaRecord, from *int64, fresh int64, topicID string, commit worker.Committer) (start.Start, error) {
 	k := start.Known{
 		Topic: topic, Partition: partition, TopicID: topicID,
-		Group: group, Kafka: own.Position(), KafkaFrom: from, StartOffset: fresh, StartSetting: j.cfg.Kafka.StartOffset,
+		Group: group, Kafka: kafkaRecords, GroupID: j.cfg.Kafka.Group, AdoptFrom: j.adoptPositionsOf(),
+		KafkaFrom: from, StartOffset: fresh, StartSetting: j.cfg.Kafka.StartOffset,
 		Transactions: j.eos != nil, TableAfterTxn: j.eos != nil && j.cfg.Sinks.Iceberg != nil, Layout: j.layout, OnOutOfRange: j.cfg.Kafka.OnOffsetOutOfRange,
 		Log: func() (int64, int64, error) { return j.logBounds(ctx, topic, partition) },
 	}

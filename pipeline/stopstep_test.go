@@ -130,10 +130,12 @@ run: {shutdown_timeout: 1s}
 // the stopping job's commits (EndTxn, offset commits), so its flush at the
 // stop cannot finish, as after a crash. In the "offsets_lost" cases
 // (combinations with exactly-once Kafka) the run after the stop is under a
-// new group id, as when the group's offsets expire or are deleted: the
-// exactly-once outputs still hold every record once (before the Kafka
-// output kept its positions topic, a batch whose transaction committed
-// before the stop came again in it).
+// new group id that adopts the old one's positions
+// (sinks.kafka.adopt_positions_of), so it has no offsets, as when the
+// group's offsets expire or are deleted: the exactly-once outputs still
+// hold every record once (before the Kafka output kept its positions
+// topic, a batch whose transaction committed before the stop came again
+// in it).
 func TestEveryRecordOnceWhateverStepAStopFalls(t *testing.T) {
 	// The cases wait far more than they compute (a case is about 0.6 s of
 	// group joins, commits and reads for 0.05 CPU-s), so they run
@@ -217,7 +219,10 @@ func stopAtStep(t *testing.T, o outputs, step string, refused, lost bool) {
 		f.Remove()
 	}
 	if lost {
+		// The group renamed: its offsets are the old name's, and the
+		// positions topic's record of g is taken as g2's.
 		cfg = strings.Replace(cfg, "group: g,", "group: g2,", 1)
+		cfg = strings.Replace(cfg, "delivery: exactly_once,", "delivery: exactly_once, adopt_positions_of: g,", 1)
 	}
 	runTestJob(t, cfg, Mode{UntilNow: true})
 	checkStopOutputs(t, c.ListenAddrs(), o, dir)

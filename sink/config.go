@@ -188,6 +188,11 @@ type KafkaOutputConfig struct {
 	// outlives group offsets that expire or are deleted. Default
 	// "<topic>.logstore-positions".
 	PositionsTopic string `yaml:"positions_topic"`
+	// AdoptPositionsOf is a group whose records in the positions topic
+	// the job takes as its own where its group has none: the group the
+	// job ran under before kafka.group was renamed. A record of another
+	// group is another job's, never taken otherwise.
+	AdoptPositionsOf string `yaml:"adopt_positions_of"`
 }
 
 // The allowed values of enumerated keys, in the order the docs give them.
@@ -521,6 +526,9 @@ func (k *KafkaOutputConfig) validate() error {
 	}
 	if k.PositionsTopic == k.Topic {
 		return confkey.Errorf("kafka.positions_topic", "%q is the output topic itself: name another topic", k.PositionsTopic)
+	}
+	if k.AdoptPositionsOf != "" && k.Delivery != DeliveryExactlyOnce {
+		return confkey.Errorf("kafka.adopt_positions_of", "the positions topic is exactly_once's: set sinks.kafka.delivery: exactly_once, or remove the key")
 	}
 	return nil
 }

@@ -262,7 +262,7 @@ func (k *Kafka) inCycle(ctx context.Context, group []*TxnPart, errs []error) err
 	var wg sync.WaitGroup
 	var posErr error
 	if member != nil {
-		wg.Go(func() { posErr = k.writePositions(ctx, member.Group, offsets) })
+		wg.Go(func() { posErr = k.writePositions(ctx, member.Group, group) })
 	}
 	for i, p := range group {
 		if len(p.Batch.Rows) == 0 {

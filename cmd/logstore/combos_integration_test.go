@@ -52,8 +52,9 @@ func TestE2EOutputsUsersRunKeepTheirGuaranteesThroughKills(t *testing.T) {
 		eachSourceOnce(t, n, partitions, badEvery, rows, sourcesOf(t, dlq, true, n/badEvery), 2*partitions*maxRows/badEvery)
 	})
 	// Killed after a transaction committed and before the table's snapshot
-	// of its batches, then the group's offsets are lost (a new group id
-	// stands for offsets expired or deleted): the table is behind the
+	// of its batches, then the group's offsets are lost (the group renamed,
+	// sinks.kafka.adopt_positions_of naming the old one, stands for
+	// offsets expired or deleted): the table is behind the
 	// Kafka output, whose own record is its positions topic. Before that
 	// topic the batch came to the output topic again (100 rows twice);
 	// with it but before commits named their batch's first offset, the
@@ -70,6 +71,7 @@ func TestE2EOutputsUsersRunKeepTheirGuaranteesThroughKills(t *testing.T) {
 			t.Fatalf("the run was not killed:\n%s", tail(log, 20))
 		}
 		rewrite(t, cfg, "group: "+topic+"-g\n", "group: "+topic+"-g2\n")
+		rewrite(t, cfg, "delivery: exactly_once,", "delivery: exactly_once, adopt_positions_of: "+topic+"-g,")
 		// Killed again as the first batch is cut: a batch read again for
 		// the table alone must not move the group's offset back behind the
 		// Kafka output with its cut mark (120 rows twice in the chaos suite).

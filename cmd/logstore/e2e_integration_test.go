@@ -687,19 +687,7 @@ func TestE2ERecreatedTopicStops(t *testing.T) {
 	}
 	before := listFiles(t, dir)
 
-	client := &kafka.Client{Addr: kafka.TCP(strings.Split(bootstrap, ",")...), Timeout: 30 * time.Second}
-	if _, err := client.DeleteTopics(context.Background(), &kafka.DeleteTopicsRequest{Topics: []string{topic}}); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(500 * time.Millisecond) {
-		resp, err := client.CreateTopics(context.Background(), &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: topic, NumPartitions: partitions, ReplicationFactor: 3}}})
-		if err == nil && resp.Errors[topic] == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("recreating %s: %v %v", topic, err, resp)
-		}
-	}
+	recreateE2ETopic(t, topic, partitions)
 	produceLogs(t, topic, n/10, partitions, 1000)
 
 	st, out := runLogstore(t, cfg, "LOGSTORE_RACK=az-a")
@@ -713,6 +701,25 @@ func TestE2ERecreatedTopicStops(t *testing.T) {
 	}
 	if after := listFiles(t, dir); after != before {
 		t.Errorf("files changed although the job stopped:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// recreateE2ETopic deletes topic and creates it again with partitions
+// partitions: a new topic id, offsets from 0 again.
+func recreateE2ETopic(t *testing.T, topic string, partitions int) {
+	t.Helper()
+	client := &kafka.Client{Addr: kafka.TCP(strings.Split(bootstrap, ",")...), Timeout: 30 * time.Second}
+	if _, err := client.DeleteTopics(context.Background(), &kafka.DeleteTopicsRequest{Topics: []string{topic}}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		resp, err := client.CreateTopics(context.Background(), &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: topic, NumPartitions: partitions, ReplicationFactor: 3}}})
+		if err == nil && resp.Errors[topic] == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("recreating %s: %v %v", topic, err, resp)
+		}
 	}
 }
 

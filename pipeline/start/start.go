@@ -26,10 +26,16 @@
 //     position. The table commits a batch before the transaction, so a table
 //     ahead of the group is ahead of the Kafka output: the group's offset
 //     decides and the table skips the batches it holds.
+//   - With exactly_once and no group offset, the job's record in the
+//     Kafka output's positions topic stands in for it: the record of the
+//     job's group (or of the group sinks.kafka.adopt_positions_of names),
+//     of the topic now (see KafkaRecord). Another group's record is
+//     another job's and is not taken.
 //   - A topic id other than the one recorded (a topic deleted and created
-//     again, numbered from 0 again) makes kafka.on_offset_out_of_range
-//     decide: fail stops, earliest reads the new topic from its start,
-//     latest from its end.
+//     again, numbered from 0 again) — by the output's record, the group's
+//     cut mark or the job's record in the positions topic — makes
+//     kafka.on_offset_out_of_range decide: fail stops, earliest reads the
+//     new topic from its start, latest from its end.
 //   - With no offset and no record, kafka.start_offset decides.
 //
 // A position outside the log (retention deleted it, the log was
@@ -81,14 +87,24 @@ type Known struct {
 	// Transactions says the group's offset is the exactly-once Kafka
 	// output's own position, committed in the transactions that wrote it.
 	Transactions bool
-	// Kafka is that position as the output's positions topic records it
-	// (sinks.kafka.positions_topic, written in the same transactions);
-	// nil when unread (the group had an offset) or it holds none. It
-	// stands in for a group offset that was lost.
-	Kafka *Position
+	// Kafka is the partition's records in the output's positions topic
+	// (sinks.kafka.positions_topic, written in the same transactions as
+	// the group's offsets), the last of each group that wrote one; nil
+	// when unread (the group had an offset) or it holds none. The job's
+	// own (OwnRecord) stands in for a group offset that was lost, when it
+	// is of the topic now.
+	Kafka []KafkaRecord
+	// GroupID is kafka.group: the positions topic's record of this group
+	// is the job's.
+	GroupID string
+	// AdoptFrom is sinks.kafka.adopt_positions_of: a group whose record
+	// the job takes as its own when its group has none ("": no other
+	// group's is taken).
+	AdoptFrom string
 	// KafkaFrom is the first offset of the last batch the Kafka output's
-	// transactions committed (its commit metadata, "from:<first>"); nil
-	// when unknown. A table after the transaction that has no record yet
+	// transactions committed (its commit metadata, "from:<first>", or the
+	// job's record in the positions topic when it stands in); nil when
+	// unknown. A table after the transaction that has no record yet
 	// may lack that batch (a stop before its first snapshot).
 	KafkaFrom *int64
 	// TableAfterTxn says a table output commits each batch after its
@@ -155,20 +171,28 @@ func Decide(k Known) (Start, error) {
 			Reason: fmt.Sprintf("a backfill (--from/--to) reads its range from %d, outside the group", k.BackfillFrom)}, nil
 	}
 	lost := k.Group.Offset
-	lifted := k.Transactions && k.Kafka != nil && k.Kafka.Offset > k.Group.Offset
-	if lifted {
-		k.Group = *k.Kafka
+	own, stale := k.kafkaRecord()
+	if own != nil {
+		k.Group, k.KafkaFrom = own.At, own.From
 	}
-	s, err := decide(k)
+	s, err := decide(k, stale)
 	if err != nil {
 		return Start{}, err
 	}
-	if lifted {
+	if note := k.othersNote(); note != "" {
+		s.Reason += note
+		s.Warn = true
+	}
+	if own != nil {
 		was := "has no committed offset (expired after offsets.retention.minutes, or deleted)"
 		if lost >= 0 {
 			was = fmt.Sprintf("has the offset %d", lost)
 		}
-		s.Reason = fmt.Sprintf("the group %s; the Kafka output's positions topic, written in the same transactions, has %d and stands in for it: %s", was, k.Kafka.Offset, s.Reason)
+		whose := ""
+		if own.Group != k.GroupID {
+			whose = fmt.Sprintf(" (group %q's record, taken as sinks.kafka.adopt_positions_of says)", own.Group)
+		}
+		s.Reason = fmt.Sprintf("the group %s; the Kafka output's positions topic, written in the same transactions, has %d%s and stands in for it: %s", was, own.At.Offset, whose, s.Reason)
 		s.Warn = true
 		if s.By == "group" {
 			s.By = "positions topic"
@@ -190,7 +214,7 @@ func Decide(k Known) (Start, error) {
 	return s, nil
 }
 
-func decide(k Known) (Start, error) {
+func decide(k Known, stale *KafkaRecord) (Start, error) {
 	g := k.Group
 	out, whose := k.Files, "files"
 	if out == nil {
@@ -203,8 +227,8 @@ func decide(k Known) (Start, error) {
 	}
 	oldOut := ok && otherTopic(rec.TopicID, k.TopicID)
 	oldGroup := g.Offset >= 0 && otherTopic(g.TopicID, k.TopicID)
-	if oldOut || oldGroup {
-		return recreated(k, rec, oldGroup)
+	if oldOut || oldGroup || stale != nil {
+		return recreated(k, rec, oldGroup, stale)
 	}
 
 	pos, reason := reconcile(g, rec, ok, whose)
@@ -337,19 +361,25 @@ func otherTopic(recorded, now string) bool {
 	return recorded != "" && now != "" && recorded != now
 }
 
-// recreated is where a partition starts when the output's record, or the
-// group's pending cut (oldGroup), names another topic id than the topic
-// has now: the topic was deleted and created again, and numbers its
-// records from 0, so an offset of the old one says nothing of the new. The
-// group's offset of the new topic (a plain commit) is followed; else
-// kafka.on_offset_out_of_range decides, as for a committed offset past the
-// log's end: fail stops, earliest reads the new topic from its start,
-// latest from its end, skipping its records so far.
-func recreated(k Known, out Record, oldGroup bool) (Start, error) {
+// recreated is where a partition starts when the output's record, the
+// group's pending cut (oldGroup) or the job's record in the positions
+// topic (stale) names another topic id than the topic has now: the topic
+// was deleted and created again, and numbers its records from 0, so an
+// offset of the old one says nothing of the new. The group's offset of
+// the new topic (a plain commit, or the job's record in the positions
+// topic of the topic now) is followed; else kafka.on_offset_out_of_range
+// decides, as for a committed offset past the log's end: fail stops,
+// earliest reads the new topic from its start, latest from its end,
+// skipping its records so far.
+func recreated(k Known, out Record, oldGroup bool, stale *KafkaRecord) (Start, error) {
 	g := k.Group
+	next, recorded := max(out.Next, g.Offset), cmp.Or(out.TopicID, g.TopicID)
+	if stale != nil {
+		next, recorded = max(next, stale.At.Offset), cmp.Or(recorded, stale.TopicID)
+	}
 	if !oldGroup && g.Offset >= 0 {
 		return Start{Position: g, By: "group", Warn: true, Reason: fmt.Sprintf("the output's record (topic id %s) is of an earlier topic of this name (deleted and created again; "+
-			"now %s); following the group's offset, of the topic now", out.TopicID, k.TopicID)}, nil
+			"now %s); following the group's offset, of the topic now", recorded, k.TopicID)}, nil
 	}
 	if k.Log == nil {
 		return Start{}, fmt.Errorf("%s/%d: the topic was recreated and its log's bounds are unknown", k.Topic, k.Partition)
@@ -358,8 +388,6 @@ func recreated(k Known, out Record, oldGroup bool) (Start, error) {
 	if err != nil {
 		return Start{}, err
 	}
-	next := max(out.Next, g.Offset)
-	recorded := cmp.Or(out.TopicID, g.TopicID)
 	if k.OnOutOfRange == "fail" {
 		return Start{}, &Stop{fmt.Errorf("%s/%d: the topic was deleted and recreated: its id is %s now, and the position remembered, next %d, is of topic id %s; "+
 			"the new topic holds [%d, %d): set kafka.on_offset_out_of_range: earliest to read it from %d, or latest to continue from %d "+

@@ -18,6 +18,11 @@ func TestDecide(t *testing.T) {
 	writing := func(first, last int64) *Record {
 		return &Record{First: first, Last: last, Next: first, Mark: MarkOf(last, "", "")}
 	}
+	// kafka is the positions topic's record of group: next, of the topic
+	// id ("" in a record older than ids), after a batch from from.
+	kafka := func(group, id string, next int64, from *int64) []KafkaRecord {
+		return []KafkaRecord{{Group: group, TopicID: id, At: at(next, -1), From: from}}
+	}
 	bounds := func(first, end int64) func() (int64, int64, error) {
 		return func() (int64, int64, error) { return first, end, nil }
 	}
@@ -102,15 +107,15 @@ func TestDecide(t *testing.T) {
 		{name: "the table holds nothing, the Kafka output's batch unknown (an older commit): the group decides", k: Known{Group: at(100, -1), Transactions: true, TableAfterTxn: true},
 			want: at(100, -1), by: "group", inKafka: 100},
 		// The group's offsets lost: the positions topic stands in for them.
-		{name: "offsets lost, the Kafka output alone: its positions topic decides, and the group takes it back", k: Known{Group: None, StartOffset: 0, Transactions: true, Kafka: &Position{Offset: 300, Cut: -1}},
+		{name: "offsets lost, the Kafka output alone: its positions topic decides, and the group takes it back", k: Known{Group: None, StartOffset: 0, Transactions: true, GroupID: "g", Kafka: kafka("g", "", 300, nil)},
 			want: at(300, -1), by: "positions topic", commit: true, warn: true, inKafka: 300, reason: []string{"no committed offset", "positions topic", "has 300"}},
-		{name: "offsets lost, the table behind the Kafka output's positions topic: the table catches up, Kafka skips", k: Known{Group: None, Table: files(100, 199, 200), Transactions: true, TableAfterTxn: true, Kafka: &Position{Offset: 300, Cut: -1}},
+		{name: "offsets lost, the table behind the Kafka output's positions topic: the table catches up, Kafka skips", k: Known{Group: None, Table: files(100, 199, 200), Transactions: true, TableAfterTxn: true, GroupID: "g", Kafka: kafka("g", "", 300, nil)},
 			want: at(200, -1), by: "table", warn: true, inKafka: 300, reason: []string{"positions topic", "ahead of the table", "Kafka output skips"}},
-		{name: "offsets lost, the table empty, the positions topic names the last batch", k: Known{Group: None, Transactions: true, TableAfterTxn: true, Kafka: &Position{Offset: 300, Cut: -1}, KafkaFrom: ptr(250)},
+		{name: "offsets lost, the table empty, the positions topic names the last batch", k: Known{Group: None, Transactions: true, TableAfterTxn: true, GroupID: "g", Kafka: kafka("g", "", 300, ptr(250))},
 			want: at(250, -1), by: "table", warn: true, inKafka: 300, reason: []string{"positions topic", "ends a batch from 250"}},
-		{name: "offsets lost, a files batch being written that the positions topic is past: re-cut, Kafka skips it", k: Known{Group: None, Files: writing(40, 49), Transactions: true, TableAfterTxn: true, Kafka: &Position{Offset: 50, Cut: -1}},
+		{name: "offsets lost, a files batch being written that the positions topic is past: re-cut, Kafka skips it", k: Known{Group: None, Files: writing(40, 49), Transactions: true, TableAfterTxn: true, GroupID: "g", Kafka: kafka("g", "", 50, nil)},
 			want: at(40, 49), by: "files", warn: true, inKafka: 50, reason: []string{"positions topic", "re-cutting it"}},
-		{name: "the positions topic is not weighed without exactly-once Kafka", k: Known{Group: None, StartOffset: 5, Kafka: &Position{Offset: 300, Cut: -1}},
+		{name: "the positions topic is not weighed without exactly-once Kafka", k: Known{Group: None, StartOffset: 5, GroupID: "g", Kafka: kafka("g", "", 300, nil)},
 			want: at(5, -1), by: "start_offset", inKafka: -1},
 		{name: "the files' record is every output's: the table is not weighed", k: Known{Group: at(1100, -1), Files: files(1000, 1099, 1100), Table: files(1100, 1199, 1200), Transactions: true},
 			want: at(1100, -1), by: "group", inKafka: 1100, reason: []string{"files hold up to 1099"}},
@@ -131,6 +136,46 @@ func TestDecide(t *testing.T) {
 		{name: "the recreated topic's bounds unreadable", k: Known{TopicID: now, Group: None, OnOutOfRange: "earliest",
 			Log: func() (int64, int64, error) { return 0, 0, errors.New("broker down") }, Files: &Record{Next: 100, TopicID: old}},
 			otherError: true},
+
+		// The positions topic's records name the topic they are of (issue
+		// 45, defect 2): the brokers drop a deleted topic's group offsets,
+		// and a record of the old topic must not stand in for them.
+		{name: "recreated: the job's record in the positions topic is of the old topic, no files, fail stops", k: Known{Topic: "logs", TopicID: now, Group: None, Transactions: true, GroupID: "g",
+			Kafka: kafka("g", old, 100, ptr(30)), OnOutOfRange: "fail", Log: bounds(0, 150)},
+			stop: true, reason: []string{"logs/0", "deleted and recreated", "next 100", "topic id " + old, "holds [0, 150)"}},
+		{name: "recreated: the job's record in the positions topic is of the old topic, earliest", k: Known{TopicID: now, Group: None, Transactions: true, TableAfterTxn: true, GroupID: "g",
+			Kafka: kafka("g", old, 100, ptr(30)), OnOutOfRange: "earliest", Log: bounds(0, 150)},
+			want: at(0, -1), by: "recreated topic", commit: true, warn: true, inKafka: -1, reason: []string{"deleted and recreated", "next 100", "from its start"}},
+		{name: "recreated: files and the positions topic of the old topic, fail stops", k: Known{Topic: "logs", TopicID: now, Group: None, Transactions: true, GroupID: "g",
+			Files: &Record{First: 70, Last: 99, Next: 100, TopicID: old}, Kafka: kafka("g", old, 100, ptr(70)), OnOutOfRange: "fail", Log: bounds(0, 150)},
+			stop: true, reason: []string{"logs/0", "deleted and recreated", "next 100", "holds [0, 150)"}},
+		{name: "recreated: a record older than ids, files of the old topic: which topic it is of is unknown, fail stops", k: Known{Topic: "logs", TopicID: now, Group: None, Transactions: true, GroupID: "g",
+			Files: &Record{First: 70, Last: 99, Next: 100, TopicID: old}, Kafka: kafka("g", "", 100, nil), OnOutOfRange: "fail", Log: bounds(0, 150)},
+			stop: true, reason: []string{"logs/0", "deleted and recreated", "holds [0, 150)"}},
+		{name: "a record older than ids, nothing else recorded: taken as of the topic now", k: Known{TopicID: now, Group: None, Transactions: true, GroupID: "g", Kafka: kafka("g", "", 300, nil)},
+			want: at(300, -1), by: "positions topic", commit: true, warn: true, inKafka: 300, reason: []string{"positions topic", "has 300"}},
+		{name: "the job's record of the topic now, the files' of the old one: the record decides", k: Known{TopicID: now, Group: None, Transactions: true, GroupID: "g",
+			Files: &Record{First: 70, Last: 99, Next: 100, TopicID: old}, Kafka: kafka("g", now, 60, nil), OnOutOfRange: "fail"},
+			want: at(60, -1), by: "positions topic", commit: true, warn: true, inKafka: 60, reason: []string{"positions topic", "has 60", "earlier topic", "of the topic now"}},
+		{name: "the job's record of the topic now", k: Known{TopicID: now, Group: None, Transactions: true, GroupID: "g", Kafka: kafka("g", now, 300, nil)},
+			want: at(300, -1), by: "positions topic", commit: true, warn: true, inKafka: 300},
+		// A record is its group's (issue 45, defect 3): two jobs writing
+		// one output topic share its positions topic.
+		{name: "another group's record is another job's: start_offset decides", k: Known{Group: None, StartOffset: 0, StartSetting: "earliest", Transactions: true, GroupID: "high",
+			Kafka: kafka("low", now, 100, ptr(70)), TopicID: now},
+			want: at(0, -1), by: "start_offset", warn: true, inKafka: -1, reason: []string{"kafka.start_offset earliest", `group "low" at 100`, "not taken", "sinks.kafka.adopt_positions_of"}},
+		{name: "another group's record is not taken into a table either", k: Known{Group: None, StartOffset: 0, Transactions: true, TableAfterTxn: true, GroupID: "high",
+			Kafka: kafka("low", now, 100, ptr(70)), TopicID: now},
+			want: at(0, -1), by: "start_offset", warn: true, inKafka: -1, reason: []string{`group "low" at 100`}},
+		{name: "the group's own record among another group's", k: Known{Group: None, Transactions: true, GroupID: "high",
+			Kafka: append(kafka("low", now, 100, nil), kafka("high", now, 60, nil)...), TopicID: now},
+			want: at(60, -1), by: "positions topic", commit: true, warn: true, inKafka: 60, reason: []string{"has 60"}},
+		{name: "a renamed group adopts the old group's record", k: Known{Group: None, Transactions: true, GroupID: "new", AdoptFrom: "old",
+			Kafka: append(kafka("other", now, 900, nil), kafka("old", now, 300, nil)...), TopicID: now},
+			want: at(300, -1), by: "positions topic", commit: true, warn: true, inKafka: 300, reason: []string{"has 300", `group "old"'s record`, "adopt_positions_of"}},
+		{name: "the group's own record before the adopted one", k: Known{Group: None, Transactions: true, GroupID: "new", AdoptFrom: "old",
+			Kafka: append(kafka("new", now, 400, nil), kafka("old", now, 300, nil)...), TopicID: now},
+			want: at(400, -1), by: "positions topic", commit: true, warn: true, inKafka: 400},
 
 		// Positions out of range, stale or unreadable marks.
 		{name: "an offset past the log's end is kept: the first fetch applies on_offset_out_of_range", k: Known{Group: at(5000, -1)},

@@ -253,7 +253,7 @@ func (w *Worker) transactOnce(ctx context.Context, b *openBatch, last int64, mem
 		if !b.txn.InCycle() {
 			rows, sources, letters := w.notInKafka(b)
 			batch := &sink.Batch{Topic: w.Topic, Partition: w.Partition, First: b.first, Last: last, Schema: w.Decoder.Schema(),
-				Rows: rows, Sources: sources, Prefix: w.Prefix, ValidText: true}
+				Rows: rows, Sources: sources, Prefix: w.Prefix, ValidText: true, TopicID: w.TopicID}
 			var also func(context.Context) error
 			if w.EOS.Dead != nil && len(letters) > 0 {
 				dead := &deadBatch{Topic: w.Topic, Partition: w.Partition, First: b.first, Last: last, Prefix: w.Prefix, Letters: letters}
