@@ -326,7 +326,7 @@ func deadLetterFileValues(t *testing.T, out string) map[string]int {
 	}
 	seen := map[string]int{}
 	for _, f := range testkit.FilesUnder(t, out) {
-		if !strings.HasPrefix(f, "_errors/") || !strings.HasSuffix(f, ".parquet") {
+		if !strings.HasPrefix(f, "_errors/") || !strings.HasSuffix(f, sink.DeadLetterExt) {
 			continue
 		}
 		rows, err := parquet.ReadFile[letter](filepath.Join(out, f))

@@ -20,6 +20,10 @@ if ! "$venv/bin/python" -c 'import pyiceberg, sqlalchemy' 2>/dev/null; then
   echo "setup: pyiceberg (independent reader of the Iceberg sink's tables) into $venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check 'pyiceberg[sql-sqlite,pyarrow]>=0.12'
 fi
+if ! "$venv/bin/python" -c 'import duckdb' 2>/dev/null; then
+  echo "setup: duckdb (reads the files sink's output as users do: TestPartitionedFilesReadByReadersWithDefaults) into $venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check duckdb
+fi
 
 # The REST catalog test (TestE2EIcebergRESTCatalogExactlyOnce) runs Apache
 # Iceberg's REST catalog test server; Maven resolves its jars (about 60 MB).

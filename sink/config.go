@@ -34,6 +34,12 @@ type FilesConfig struct {
 	URL string `yaml:"url"`
 	// PartitionBy names the Hive-style folders, outermost first.
 	PartitionBy []PartitionColumn `yaml:"partition_by"`
+	// KeepPartitionColumns writes a column a folder holds whole (a level
+	// named after its own column: FolderColumn) into the data files too,
+	// as versions before it did; by default the folder alone holds it, as
+	// Spark, Flink and Hive write, so readers of Hive-style folders read
+	// the files with their defaults.
+	KeepPartitionColumns bool `yaml:"keep_partition_columns"`
 	// MaxFileBytes caps one file (and so one spool file); a folder's rows
 	// beyond it go to {name}-1.parquet, {name}-2.parquet, …
 	MaxFileBytes int64 `yaml:"max_file_bytes"`
@@ -48,6 +54,11 @@ type FilesConfig struct {
 	// SortBy orders the rows within each file (a table's sort_by); set by
 	// the table, not by a files sink's config.
 	SortBy []SortKey `yaml:"-"`
+	// table: the data files of an Iceberg table (IcebergConfig.FilesConfig),
+	// which hold every column (Iceberg's readers take a partition's source
+	// column from the file) and name an empty string's folder name=, its
+	// own partition value.
+	table bool
 }
 
 // PartitionColumn is one Hive-style folder level: {Name}={value of Column}.
@@ -552,6 +563,9 @@ func (c *Config) CheckSchema(s *Schema) error {
 			default:
 				return confkey.Errorf(key+".column", "column %q is %s; partition by a string, integer, bool, timestamp or date column", p.Column, t)
 			}
+		}
+		if err := CheckFolderNames("files.partition_by", f.PartitionBy, s, f.KeepPartitionColumns); err != nil {
+			return err
 		}
 	}
 	if k := c.Kafka; k != nil && k.Key != "" {

@@ -64,16 +64,23 @@ func NewDeadLetterBatch(topic string, partition int, first, last int64, letters 
 	return b
 }
 
+// DeadLetterExt is the extension of a dead-letter file, a Parquet file
+// (deadLetterSchema): not .parquet, so a glob of the data's files
+// (**/*.parquet, as DuckDB reads a folder tree) does not take the
+// dead letters for data.
+const DeadLetterExt = ".deadletter"
+
 // WriteDeadLetters writes b (from NewDeadLetterBatch) to
-// {prefix}/{b.Prefix}/_errors/{topic}-{partition}-{first}-{last}.parquet,
-// without partition folders. Spark, Hive and Trino skip folders that start
-// with '_', so the errors never mix into the table. Like Write, it is exactly
-// once by name.
+// {prefix}/{b.Prefix}/_errors/{topic}-{partition}-{first}-{last}.deadletter,
+// without partition folders. Spark, Hive, Trino and pyarrow skip folders
+// that start with '_', and a **/*.parquet glob (DuckDB) skips the
+// extension, so the errors never mix into the data. Like Write, it is
+// exactly once by name.
 func (f *Files) WriteDeadLetters(ctx context.Context, b *Batch) error {
 	if len(b.Rows) == 0 {
 		return nil
 	}
-	st := &stagedBatch{first: b.First, schema: b.Schema, layout: oneFolder("_errors"), folders: map[string]*stagedFolder{}}
+	st := &stagedBatch{first: b.First, schema: b.Schema, layout: oneFolder("_errors"), folders: map[string]*stagedFolder{}, ext: DeadLetterExt}
 	defer st.remove()
 	if err := f.seal(ctx, st, b); err != nil {
 		return err

@@ -46,7 +46,7 @@ func TestDeadLetterWithATimeOutsideTheYearsIsWritten(t *testing.T) {
 	if err := f.WriteDeadLetters(context.Background(), b); err != nil {
 		t.Fatalf("a dead letter could not be written: %v", err)
 	}
-	got := readParquetFile(t, deadLetterSchema, filepath.Join(out, "_errors", "logs-0-5-7.parquet"))
+	got := readParquetFile(t, deadLetterSchema, filepath.Join(out, "_errors", "logs-0-5-7"+DeadLetterExt))
 	sameRows(t, got, []Row{
 		{"the timestamp is out of range (the record's timestamp, 1764400000000000 ms since the epoch, is outside 0001-01-01..9999-12-31; the timestamp column is null)",
 			"logs", int32(0), int64(5), nil, nil, []byte("{}")},

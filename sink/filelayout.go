@@ -20,12 +20,18 @@ type FileLayout struct {
 	// current setting.
 	TargetFileBytes int64         `json:"target_file_bytes,omitempty"`
 	Parquet         ParquetConfig `json:"parquet"`
+	// DropPartitionColumns leaves the columns the folders hold whole out
+	// of the data files (not keep_partition_columns). false, in a layout
+	// an older version recorded, keeps them, so a re-cut writes the bytes
+	// the first cut did; only recorded with partition_by.
+	DropPartitionColumns bool `json:"drop_partition_columns,omitempty"`
 }
 
 // Layout is the sink's layout as compact JSON, the same text for the same
 // settings.
 func (f *Files) Layout() string {
-	l := FileLayout{PartitionBy: f.cfg.PartitionBy, MaxFileBytes: f.cfg.MaxFileBytes, TargetFileBytes: f.cfg.TargetFileBytes}
+	l := FileLayout{PartitionBy: f.cfg.PartitionBy, MaxFileBytes: f.cfg.MaxFileBytes, TargetFileBytes: f.cfg.TargetFileBytes,
+		DropPartitionColumns: len(f.cfg.PartitionBy) > 0 && !f.cfg.KeepPartitionColumns && !f.cfg.table}
 	if f.cfg.Parquet != nil {
 		l.Parquet = *f.cfg.Parquet
 	}
@@ -45,6 +51,7 @@ func (f *Files) WithLayout(layout string) (*Files, error) {
 	}
 	cfg := *f.cfg
 	cfg.PartitionBy, cfg.MaxFileBytes, cfg.Parquet = l.PartitionBy, l.MaxFileBytes, &l.Parquet
+	cfg.KeepPartitionColumns = cfg.table || !l.DropPartitionColumns
 	if l.TargetFileBytes > 0 {
 		cfg.TargetFileBytes = l.TargetFileBytes
 	}

@@ -57,14 +57,17 @@ type stageKey struct {
 // max_file_bytes and the one being written.
 type stagedBatch struct {
 	first   int64
-	schema  *Schema
+	schema  *Schema       // the data files' (Layout.FileSchema)
 	layout  rowFolders    // where each row goes: a *Layout, or dead letters' one folder
+	cols    *Layout       // which of a row's columns a file holds (Layout.fileRow); nil: all
+	row     Row           // scratch for a row's file columns
 	name    []byte        // the last row's folder
 	last    *stagedFolder // and its files; nil after a refused row, whose folder it would be
 	spare   []byte        // scratch for the next row's folder
 	folders map[string]*stagedFolder
-	rows    int  // rows taken so far
-	sealed  bool // the cut's rows are in and every file is closed
+	rows    int    // rows taken so far
+	sealed  bool   // the cut's rows are in and every file is closed
+	ext     string // the files' extension; "": .parquet
 }
 
 // rowFolders names a row's folder (AppendFolder) and tells, without
@@ -254,11 +257,11 @@ func (f *Files) open(b *Batch) (*stagedBatch, error) {
 	if st != nil {
 		st.remove()
 	}
-	layout, err := newLayout(f.cfg.PartitionBy, b.Schema)
+	layout, err := f.newLayout(b.Schema)
 	if err != nil {
 		return nil, err
 	}
-	st = &stagedBatch{first: b.First, schema: b.Schema, layout: layout, folders: map[string]*stagedFolder{}}
+	st = &stagedBatch{first: b.First, schema: layout.FileSchema(b.Schema), layout: layout, cols: layout, folders: map[string]*stagedFolder{}}
 	f.staged[k] = st
 	return st, nil
 }
@@ -310,7 +313,7 @@ func (f *Files) append(ctx context.Context, st *stagedBatch, b *Batch) error {
 			}
 			fo.open, fo.pw, fo.rows = sf, pw, 0
 		}
-		if err := fo.pw.writeRow(r, b.ValidText); err != nil {
+		if err := fo.pw.writeRow(st.fileRow(r), b.ValidText); err != nil {
 			if !errors.As(err, new(*valueError)) {
 				return f.lost(st, b, err)
 			}
@@ -351,6 +354,9 @@ func (f *Files) upload(ctx context.Context, st *stagedBatch, b *Batch) ([]Writte
 		fo := st.folders[name]
 		for part, sf := range fo.parts {
 			key := objectKey(f.prefix, name, b, part)
+			if st.ext != "" {
+				key = fileKey(f.prefix, name, b, part, st.ext)
+			}
 			if err := f.store.Put(ctx, key, sf, sf.Size()); err != nil {
 				return nil, err
 			}

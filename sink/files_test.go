@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -81,7 +82,10 @@ func readParquetFile(t *testing.T, s *Schema, path string) []Row {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rows := decodeParquet(t, s, data)
+	rows, err := readDataFile(bytes.NewReader(data), int64(len(data)), filepath.ToSlash(path), s)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return rows
 }
 
@@ -235,7 +239,7 @@ func TestFilesDeadLetters(t *testing.T) {
 	if err := f.WriteDeadLetters(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
-	name := "replay/r1/_errors/logs-4-500-599.parquet"
+	name := "replay/r1/_errors/logs-4-500-599" + DeadLetterExt
 	if got := listFiles(t, out); !slices.Equal(got, []string{name}) {
 		t.Fatalf("files %v, want %s", got, name)
 	}

@@ -23,6 +23,10 @@ const DefaultTimeFormat = "2006-01-02"
 // has its own).
 type Layout struct {
 	levels []layoutLevel
+	// keep is the output columns a data file holds, in order, when the
+	// folders hold some of them whole (dropFolderColumns); nil: all.
+	keep []int
+	file *Schema // the data files' schema: the output's, less the folder columns
 }
 
 type layoutLevel struct {
@@ -37,6 +41,9 @@ type layoutLevel struct {
 	last  int64 // the span (Unix seconds / span) of text
 	text  []byte
 	valid bool
+	// emptyOwn names an empty string's folder name= (a table's: ""
+	// is its own partition value), not Hive's null folder.
+	emptyOwn bool
 }
 
 // newLayout resolves partition_by against the output schema.
@@ -66,6 +73,133 @@ func newLayout(by []PartitionColumn, s *Schema) (*Layout, error) {
 	return l, nil
 }
 
+// newLayout is the layout of the sink's files for rows of schema s: the
+// folders of partition_by and, unless the config keeps them
+// (keep_partition_columns; a table's data files always do), the data
+// files' columns less those the folders hold whole.
+func (f *Files) newLayout(s *Schema) (*Layout, error) {
+	l, err := newLayout(f.cfg.PartitionBy, s)
+	if err != nil {
+		return nil, err
+	}
+	for i := range l.levels {
+		l.levels[i].emptyOwn = f.cfg.table
+	}
+	if !f.cfg.KeepPartitionColumns && !f.cfg.table {
+		l.dropFolderColumns(f.cfg.PartitionBy, s)
+	}
+	return l, nil
+}
+
+// FolderColumn says which output column partition_by entry p puts in its
+// folder name: the index of the column named p.Name (-1 when none), and
+// whole, that the folder's text gives that column's value back (p is an
+// identity level of a string, integer or bool column named after itself,
+// or a date column in the default format). A reader of Hive-style folders
+// (Spark, Trino, pyarrow, DuckDB) takes the folder for a column of its
+// name: a data file that holds the column too is refused (Spark), fails
+// to merge (pyarrow) or is read with the folder's value. So a column held
+// whole is left out of the data files, and a folder named after a column
+// whose value it does not hold is a config error (CheckFolderNames).
+func FolderColumn(p PartitionColumn, s *Schema) (col int, whole bool) {
+	name := p.Name
+	if name == "" {
+		name = p.Column
+	}
+	col = s.Index(name)
+	if col < 0 || name != p.Column {
+		return col, false
+	}
+	switch s.Fields[col].Type {
+	case String, Int32, Int64, Bool:
+		return col, p.Format == ""
+	case Date:
+		return col, p.Format == "" || p.Format == DefaultTimeFormat
+	}
+	return col, false
+}
+
+// CheckFolderNames refuses a partition_by level named after an output
+// column whose value its folder does not hold whole (a timestamp's day in
+// a folder named after the timestamp, a folder named after another
+// column): readers would take the folder's text for the column. key is
+// the config's prefix, e.g. "files.partition_by". keep
+// (keep_partition_columns) writes such files anyway.
+func CheckFolderNames(key string, by []PartitionColumn, s *Schema, keep bool) error {
+	if keep {
+		return nil
+	}
+	for i, p := range by {
+		col, whole := FolderColumn(p, s)
+		if col < 0 || whole {
+			continue
+		}
+		name := s.Fields[col].Name
+		what := fmt.Sprintf("the folder holds %s formatted as %q", p.Column, p.Format)
+		if p.Format == "" {
+			what = fmt.Sprintf("the folder holds %s's %s", p.Column, DefaultTimeFormat)
+		}
+		if p.Column != name {
+			what = fmt.Sprintf("the folder holds column %q", p.Column)
+		}
+		return confkey.Errorf(fmt.Sprintf("%s[%d].name", key, i),
+			"folder %q is also the name of output column %q, and %s, not %s's value: Spark, Trino, pyarrow and DuckDB read the folder as the column "+
+				"(Spark refuses the duplicate, pyarrow fails, DuckDB reads the folder's text); give the folder another name (e.g. name: dt), "+
+				"or set keep_partition_columns: true to write it so anyway", name, name, what, name)
+	}
+	return nil
+}
+
+// dropFolderColumns leaves the columns the folders hold whole
+// (FolderColumn) out of the data files.
+func (l *Layout) dropFolderColumns(by []PartitionColumn, s *Schema) {
+	drop := map[int]bool{}
+	for _, p := range by {
+		if col, whole := FolderColumn(p, s); whole {
+			drop[col] = true
+		}
+	}
+	if len(drop) == 0 || len(drop) == len(s.Fields) {
+		return // a file of no columns is no Parquet file: keep them
+	}
+	l.file = &Schema{}
+	for i, fd := range s.Fields {
+		if !drop[i] {
+			l.keep = append(l.keep, i)
+			l.file.Fields = append(l.file.Fields, fd)
+		}
+	}
+}
+
+// FileSchema is the schema of the data files of rows of schema s.
+func (l *Layout) FileSchema(s *Schema) *Schema {
+	if l.file == nil {
+		return s
+	}
+	return l.file
+}
+
+// fileRow is the part of r the batch's data files hold.
+func (st *stagedBatch) fileRow(r Row) Row {
+	if st.cols == nil {
+		return r
+	}
+	st.row = st.cols.fileRow(st.row, r)
+	return st.row
+}
+
+// fileRow is the part of r a data file holds, in scratch's memory.
+func (l *Layout) fileRow(scratch, r Row) Row {
+	if l.keep == nil {
+		return r
+	}
+	scratch = scratch[:0]
+	for _, i := range l.keep {
+		scratch = append(scratch, r[i])
+	}
+	return scratch
+}
+
 // AppendFolder appends the row's folder path to dst, e.g.
 // "dt=2026-11-29/hour=07" (nothing without partition columns); without an
 // allocation once dst has room, for the per-row lookup of a row's file.
@@ -83,6 +217,9 @@ func (l *Layout) AppendFolder(dst []byte, r Row) []byte {
 		}
 		start := len(dst)
 		dst = lv.appendValue(dst, r[lv.col])
+		if lv.emptyOwn && len(dst) == start && r[lv.col] == "" {
+			continue
+		}
 		dst = appendFolderEscaped(dst, start)
 	}
 	return dst
@@ -217,11 +354,23 @@ func folderSafe(c byte) bool {
 // part n > 0 numbers the files a folder splits into at max_file_bytes.
 // Empty parts are left out.
 func objectKey(prefix, folder string, b *Batch, part int) string {
+	return fileKey(prefix, folder, b, part, ".parquet")
+}
+
+// fileKey is objectKey with the file's extension: .parquet for data,
+// DeadLetterExt for dead letters.
+func fileKey(prefix, folder string, b *Batch, part int, ext string) string {
 	name := b.Name()
 	if part > 0 {
 		name += "-" + strconv.Itoa(part)
 	}
-	return joinKey(prefix, b.Prefix, folder, name+".parquet")
+	return joinKey(prefix, b.Prefix, folder, name+ext)
+}
+
+// outputFile says that key names a file the sink writes: data (.parquet)
+// or dead letters (DeadLetterExt).
+func outputFile(key string) bool {
+	return strings.HasSuffix(key, ".parquet") || strings.HasSuffix(key, DeadLetterExt)
 }
 
 // joinKey joins key parts with single slashes, skipping empty ones.

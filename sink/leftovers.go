@@ -77,7 +77,7 @@ func tempFinal(rel string) (string, bool) {
 		return "", false
 	}
 	final := dir + name[:i]
-	if strings.HasSuffix(final, ".parquet") || strings.HasSuffix(final, ".json") && underMeta(dir) {
+	if outputFile(final) || strings.HasSuffix(final, ".json") && underMeta(dir) {
 		return final, true
 	}
 	return "", false
@@ -119,7 +119,9 @@ func partitionKey(key, topic string, partition int) bool {
 	}
 	rest, ok = strings.CutSuffix(rest, ".parquet")
 	if !ok {
-		return false
+		if rest, ok = strings.CutSuffix(rest, DeadLetterExt); !ok {
+			return false
+		}
 	}
 	offsets := strings.Split(rest, "-") // first, last and maybe the part
 	if len(offsets) < 2 || len(offsets) > 3 {

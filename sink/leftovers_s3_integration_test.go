@@ -60,7 +60,7 @@ func TestS3IntegrationKilledUploadIsAbortedByTheOwner(t *testing.T) {
 	}
 	s := newTestS3Store(t, bucket)
 	ctx := context.Background()
-	other := "out/_errors/logs-11-0-99.parquet" // another partition's, left the same way
+	other := "out/_errors/logs-11-0-99.deadletter" // another partition's, left the same way
 	if _, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: aws.String(other)}); err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestS3IntegrationKilledUploadIsAbortedByTheOwner(t *testing.T) {
 		}
 		return keys
 	}
-	killed := "out/_errors/logs-10-8065-8164.parquet"
+	killed := "out/_errors/logs-10-8065-8164.deadletter"
 	if got := uploads(); len(got) != 2 {
 		t.Fatalf("unfinished uploads after the kill: %v, want %s and %s", got, killed, other)
 	}

@@ -43,7 +43,7 @@ func TestStartRemovesLeftovers(t *testing.T) {
 	gone := []string{
 		leftover(t, out, "dt=2026-11-29/.logs-0-0-99.parquet.tmp-123", 10*time.Minute, false),
 		leftover(t, out, ".logs-1-0-99.parquet.tmp-456", 2*time.Minute, false),
-		leftover(t, out, "_errors/.logs-1-0-99.parquet.tmp-789", 7*time.Hour, false),
+		leftover(t, out, "_errors/.logs-1-0-99.deadletter.tmp-789", 7*time.Hour, false),
 		leftover(t, out, ".logstore-preflight-42", time.Hour, false),
 		leftover(t, out, "_logstore/resume/logs/.11.json.tmp-77", 2*time.Minute, false),
 		leftover(t, spool, "logstore-1.parquet.spool", 10*time.Minute, false),
@@ -86,7 +86,7 @@ func TestPartitionOwnerRemovesYoungLeftovers(t *testing.T) {
 	gone := []string{
 		leftover(t, out, "dt=2026-11-29/.logs-1-0-99.parquet.tmp-1", young, false),
 		leftover(t, out, "dt=2026-11-29/.logs-1-0-99-2.parquet.tmp-2", young, false), // a later part
-		leftover(t, out, "_errors/.logs-1-8065-8367.parquet.tmp-3", young, false),
+		leftover(t, out, "_errors/.logs-1-8065-8367.deadletter.tmp-3", young, false),
 		leftover(t, out, "_logstore/resume/logs/.1.json.tmp-4", young, false),
 	}
 	kept := []string{
@@ -131,7 +131,7 @@ func TestPartitionKey(t *testing.T) {
 	}{
 		{"logs-1-0-99.parquet", true},
 		{"pre/fix/dt=x/logs-1-0-99-3.parquet", true},
-		{"_errors/logs-1-5-9.parquet", true},
+		{"_errors/logs-1-5-9.deadletter", true},
 		{"_logstore/resume/logs/1.json", true},
 		{"out/_logstore/resume/logs/1.json", true},
 		{"_logstore/resume/logs/11.json", false},
@@ -155,8 +155,8 @@ func TestPartitionKey(t *testing.T) {
 func TestStoringPoint(t *testing.T) {
 	for key, want := range map[string]string{
 		"dt=x/logs-1-0-99.parquet":             FailStoringData,
-		"pre/_errors/logs-1-0-99.parquet":      FailStoringDeadLetters,
-		"_errors/logs-1-0-99.parquet":          FailStoringDeadLetters,
+		"pre/_errors/logs-1-0-99.deadletter":   FailStoringDeadLetters,
+		"_errors/logs-1-0-99.deadletter":       FailStoringDeadLetters,
 		"_logstore/resume/logs/1.json":         FailStoringMeta,
 		"out/_logstore/backfill/manifest.json": FailStoringMeta,
 	} {

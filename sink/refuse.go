@@ -71,7 +71,7 @@ func (f *Files) CheckRows(b *Batch) []*RowError {
 	if !ok || len(b.Rows) == 0 {
 		return nil
 	}
-	layout, err := newLayout(f.cfg.PartitionBy, b.Schema)
+	layout, err := f.newLayout(b.Schema)
 	if err != nil {
 		return nil // Write reports it; it is no row's fault
 	}

@@ -32,7 +32,7 @@ const parquetContentType = "application/vnd.apache.parquet"
 // manifests go through this store too (sink/iceberg's S3 IO).
 func contentTypeOf(key string) string {
 	switch {
-	case strings.HasSuffix(key, ".parquet"):
+	case outputFile(key):
 		return parquetContentType
 	case strings.HasSuffix(key, ".json"):
 		return "application/json"
@@ -410,7 +410,7 @@ func (s *S3Store) sweepLeftovers(ctx context.Context, prefix string) int {
 			break
 		}
 		for _, u := range out.Uploads {
-			if !strings.HasSuffix(aws.ToString(u.Key), ".parquet") {
+			if !outputFile(aws.ToString(u.Key)) {
 				continue // not logstore's
 			}
 			if u.Initiated != nil && now.Sub(*u.Initiated) >= leftoverMaxAge && s.abort(ctx, u) == nil {

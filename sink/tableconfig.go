@@ -240,6 +240,7 @@ func (c *IcebergConfig) FilesConfig(url string) *FilesConfig {
 	return &FilesConfig{
 		URL: url, PartitionBy: c.folders(), MaxFileBytes: c.MaxFileBytes, TargetFileBytes: c.TargetFileBytes,
 		SpoolDir: c.SpoolDir, Parquet: c.Parquet, S3: c.S3, File: c.File, SortBy: c.sortKeys(),
+		KeepPartitionColumns: true, table: true,
 	}
 }
 

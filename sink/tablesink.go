@@ -58,3 +58,33 @@ func OpenTable(ctx context.Context, cfg *IcebergConfig, schema *Schema, log *slo
 	}
 	return tableOpener(ctx, cfg, schema, log)
 }
+
+// TableConfigError is a table that cannot take what the config writes: a
+// column the output narrows (long to int), a partition spec or sort order
+// the config does not match. Retrying cannot help; the CLI exits 2, a
+// config error, which a Kubernetes Job's podFailurePolicy does not retry.
+type TableConfigError struct{ Err error }
+
+func (e *TableConfigError) Error() string { return e.Err.Error() }
+func (e *TableConfigError) Unwrap() error { return e.Err }
+
+// TableChecker checks, without changing it, that the table sinks.iceberg
+// names can take what the config writes (a missing table can: the job
+// creates it). A table that cannot is a *TableConfigError; a catalog it
+// cannot reach, any other error.
+type TableChecker func(ctx context.Context, cfg *IcebergConfig, schema *Schema) error
+
+var tableChecker TableChecker
+
+// RegisterTableCheck makes CheckTable check tables with check (sink/iceberg's
+// init, as RegisterTable).
+func RegisterTableCheck(check TableChecker) { tableChecker = check }
+
+// CheckTable checks the table sinks.iceberg names through the registered
+// table sink (`logstore check`).
+func CheckTable(ctx context.Context, cfg *IcebergConfig, schema *Schema) error {
+	if tableChecker == nil {
+		return ErrNoTableSink
+	}
+	return tableChecker(ctx, cfg, schema)
+}

@@ -303,7 +303,7 @@ type fileCount struct {
 // letters (below an _errors folder).
 func countDemoFiles(dir string) (data, dead fileCount) {
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".parquet") {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".parquet") && !strings.HasSuffix(p, sink.DeadLetterExt) {
 			return nil
 		}
 		info, err := d.Info()

@@ -34,7 +34,7 @@ func TestDemoWritesReadableParquet(t *testing.T) {
 	}
 	var rows, dead int64
 	err := filepath.WalkDir(out, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".parquet") {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".parquet") && !strings.HasSuffix(path, sink.DeadLetterExt) {
 			return err
 		}
 		f, err := os.Open(path)
@@ -140,7 +140,7 @@ func TestDemoSummaryCountsThisRunsFiles(t *testing.T) {
 	var data, dead int
 	filepath.WalkDir(m[3], func(p string, d os.DirEntry, err error) error {
 		switch {
-		case err != nil || d.IsDir() || !strings.HasSuffix(p, ".parquet"):
+		case err != nil || d.IsDir() || !strings.HasSuffix(p, ".parquet") && !strings.HasSuffix(p, sink.DeadLetterExt):
 		case strings.Contains(p, string(filepath.Separator)+"_errors"+string(filepath.Separator)):
 			dead++
 		default:

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/logstore/logstore/pipeline"
+	"github.com/logstore/logstore/sink"
 
 	"github.com/logstore/logstore/internal/testkit"
 )
@@ -248,7 +249,7 @@ func TestNastyCorpus(t *testing.T) {
 	dead := map[int64]map[string]any{}
 	files := 0
 	err = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".parquet") {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".parquet") && !strings.HasSuffix(path, sink.DeadLetterExt) {
 			return err
 		}
 		files++

@@ -159,13 +159,13 @@ func TestLeftoverTempsCountsS3(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, key := range []string{"chaos/_errors/logs-1-0-9.parquet", "elsewhere/logs-2-0-9.parquet"} {
+	for _, key := range []string{"chaos/_errors/logs-1-0-9.deadletter", "elsewhere/logs-2-0-9.parquet"} {
 		if _, err := client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: aws.String(key)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	got := leftoverTemps(t, "s3://"+bucket+"/chaos")
-	want := []string{"chaos/dt=x/.logs-1-10-19.parquet.tmp-42", "unfinished upload of chaos/_errors/logs-1-0-9.parquet"}
+	want := []string{"chaos/dt=x/.logs-1-10-19.parquet.tmp-42", "unfinished upload of chaos/_errors/logs-1-0-9.deadletter"}
 	if !slices.Equal(got, want) {
 		t.Errorf("leftoverTemps(s3://%s/chaos) = %v, want %v", bucket, got, want)
 	}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/logstore/logstore/pipeline"
+	"github.com/logstore/logstore/sink"
 )
 
 // Exit codes: 0 success, 1 a runtime failure, 2 a usage or config error,
@@ -30,8 +31,9 @@ const (
 	exitFenced  = 4
 )
 
-// command is one subcommand. run returns an error; usageError and
-// *pipeline.ConfigError exit 2, anything else 1.
+// command is one subcommand. run returns an error; usageError,
+// *pipeline.ConfigError and *sink.TableConfigError (a table that cannot
+// take what the config writes) exit 2, anything else 1.
 type command struct {
 	summary string
 	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
@@ -100,7 +102,8 @@ func exitCode(err error, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "logstore: %v\n", err)
 	var ue usageError
 	var ce *pipeline.ConfigError
-	if errors.As(err, &ue) || errors.As(err, &ce) {
+	var te *sink.TableConfigError
+	if errors.As(err, &ue) || errors.As(err, &ce) || errors.As(err, &te) || errors.Is(err, sink.ErrNoTableSink) {
 		return exitUsage
 	}
 	if errors.Is(err, pipeline.ErrStoppedEarly) {

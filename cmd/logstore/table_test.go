@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -189,5 +190,48 @@ func TestTableUpkeepCommand(t *testing.T) {
 	}
 	if code, _, errOut = runCLI(t, "table", "upkeep", "-c", path, "--orphan-min-age", "5m"); code != exitUsage || !strings.Contains(errOut, "--orphan-min-age") {
 		t.Errorf("--orphan-min-age 5m: exit %d, %s", code, errOut)
+	}
+}
+
+// TestTableThatCannotTakeTheSchemaIsAConfigError: a config whose column
+// the table holds wider (long, the output writes int) stops the job at
+// start with exit 2, a config error that a Job's podFailurePolicy does not
+// retry (it exited 1, retried six times), and `logstore check` finds it
+// when the catalog answers.
+func TestTableThatCannotTakeTheSchemaIsAConfigError(t *testing.T) {
+	path, cfg := tableJob(t)
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wide := strings.Replace(string(text), "{name: msg, type: string}", "{name: msg, type: string}, {name: n, type: int64}", 1)
+	if err := os.WriteFile(path, []byte(wide), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr strings.Builder
+	if code := runMain([]string{"check", "-c", path}, &stdout, &stderr); code != 0 { // no table yet: the job creates it
+		t.Fatalf("check of a config whose table does not exist yet: exit %d\n%s", code, stderr.String())
+	}
+	wideSchema := &sink.Schema{Fields: append(slices.Clone(jobSchema.Fields[:1]), append([]sink.Field{{Name: "n", Type: sink.Int64}}, jobSchema.Fields[1:]...)...)}
+	tb, err := iceberg.New(context.Background(), cfg, wideSchema, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.Close()
+
+	if err := os.WriteFile(path, []byte(strings.Replace(wide, "type: int64", "type: int32", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	narrow := &sink.Schema{Fields: slices.Clone(wideSchema.Fields)}
+	narrow.Fields[1].Type = sink.Int32
+	_, err = sink.OpenTable(context.Background(), cfg, narrow, nil) // as the job opens it
+	if code := exitCode(err, io.Discard); code != exitUsage {
+		t.Errorf("the job's start: %v: exit %d, want %d", err, code, exitUsage)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	code := runMain([]string{"check", "-c", path}, &stdout, &stderr)
+	if code != exitUsage || !strings.Contains(stderr.String(), `sinks.iceberg: table logs.raw: column "n" is long, the output writes int`) {
+		t.Errorf("check: exit %d, want %d naming the column\n%s", code, exitUsage, stderr.String())
 	}
 }

@@ -44,7 +44,7 @@ func syncSortOrder(ctx context.Context, cat catalog.Catalog, tbl *table.Table, n
 	for attempt := 1; ; attempt++ {
 		want, err := sortOrder(name, by, tbl.Schema())
 		if err != nil {
-			return nil, err
+			return nil, &sink.TableConfigError{Err: err}
 		}
 		if sameOrder(tbl.SortOrder(), want) {
 			return tbl, nil

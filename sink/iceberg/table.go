@@ -16,8 +16,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,21 +110,59 @@ func New(ctx context.Context, cfg *sink.IcebergConfig, schema *sink.Schema, log 
 	return t, nil
 }
 
+// Check loads the table sinks.iceberg names, if it exists, and checks
+// that it can take what the config writes, changing nothing: its
+// partition spec against partition_by, its schema against the output's
+// (what evolve would change, and what it cannot). A missing table (or
+// SQLite catalog file) passes: the job creates it. A table
+// that cannot is a *sink.TableConfigError (exit 2); a catalog it cannot
+// reach or read, a plain error (sink.TableChecker).
+func Check(ctx context.Context, cfg *sink.IcebergConfig, schema *sink.Schema) error {
+	want, err := tableSchema(schema)
+	if err != nil {
+		return &sink.TableConfigError{Err: fmt.Errorf("iceberg: table %s: %w", cfg.Table, err)}
+	}
+	if c := cfg.Catalog; c.Type == "sql" && !strings.Contains(c.URI, "?") {
+		// Opening a SQLite catalog makes its file: none yet, no table yet.
+		if _, err := os.Stat(strings.TrimPrefix(c.URI, "file:")); errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+	}
+	cat, err := OpenCatalog(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	tbl, err := cat.LoadTable(ctx, Ident(cfg.Table))
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		return nil // the job creates it
+	}
+	if err != nil {
+		return fmt.Errorf("iceberg: loading table %s: %w", cfg.Table, err)
+	}
+	if err := checkSpec(cfg.Table, tbl.Schema(), tbl.Spec(), cfg.PartitionBy); err != nil {
+		return &sink.TableConfigError{Err: err}
+	}
+	if _, err := planEvolution(cfg.Table, tbl.Schema(), want); err != nil {
+		return &sink.TableConfigError{Err: err}
+	}
+	return nil
+}
+
 func openTable(ctx context.Context, cat catalog.Catalog, cfg *sink.IcebergConfig, schema *sink.Schema, log *slog.Logger) (*table.Table, error) {
 	want, err := tableSchema(schema)
 	if err != nil {
-		return nil, fmt.Errorf("iceberg: table %s: %w", cfg.Table, err)
+		return nil, &sink.TableConfigError{Err: fmt.Errorf("iceberg: table %s: %w", cfg.Table, err)}
 	}
 	ident := Ident(cfg.Table)
 	tbl, err := cat.LoadTable(ctx, ident)
 	if errors.Is(err, catalog.ErrNoSuchTable) {
 		var spec iceberg.PartitionSpec
 		if spec, err = tableSpec(cfg.PartitionBy, want); err != nil {
-			return nil, err
+			return nil, &sink.TableConfigError{Err: err}
 		}
 		var order table.SortOrder
 		if order, err = sortOrder(cfg.Table, cfg.SortBy, want); err != nil {
-			return nil, err
+			return nil, &sink.TableConfigError{Err: err}
 		}
 		if err := cat.CreateNamespace(ctx, ident[:len(ident)-1], nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 			return nil, fmt.Errorf("iceberg: creating the namespace of %s: %w", cfg.Table, err)
@@ -139,7 +180,7 @@ func openTable(ctx context.Context, cat catalog.Catalog, cfg *sink.IcebergConfig
 		return nil, fmt.Errorf("iceberg: loading table %s: %w", cfg.Table, err)
 	}
 	if err := checkSpec(cfg.Table, tbl.Schema(), tbl.Spec(), cfg.PartitionBy); err != nil {
-		return nil, err
+		return nil, &sink.TableConfigError{Err: err}
 	}
 	if tbl, err = evolve(ctx, cat, tbl, cfg.Table, want, log); err != nil {
 		return nil, err
@@ -158,8 +199,11 @@ const evolveAttempts = 5
 func evolve(ctx context.Context, cat catalog.Catalog, tbl *table.Table, name string, want *iceberg.Schema, log *slog.Logger) (*table.Table, error) {
 	for attempt := 1; ; attempt++ {
 		e, err := planEvolution(name, tbl.Schema(), want)
-		if err != nil || e.empty() {
-			return tbl, err
+		if err != nil {
+			return nil, &sink.TableConfigError{Err: err}
+		}
+		if e.empty() {
+			return tbl, nil
 		}
 		txn := tbl.NewTransaction()
 		// Readers find our files' columns by name (the files carry no

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -361,11 +362,8 @@ func TestExistingTableMismatchNamesTheColumn(t *testing.T) {
 }
 
 // TestPartitionFiltersFindTheirRows: a reader that skips files by their
-// partition finds every row its filter asks for, nulls included, beside
-// empty strings, which are filed, as in Hive, under null
-// (TestEmptyStringPartitionWaitsForIcebergGo says why): level equal to
-// the empty string alone plans no file, so the documented filter for them
-// is "level is null or" that, which finds them and no null row more.
+// partition finds every row its filter asks for, nulls and empty strings
+// included (TestEmptyStringIsItsOwnPartitionValue).
 func TestPartitionFiltersFindTheirRows(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	b := testBatch(0, 0, 11) // level info at 0, 4, 8; warn at 1, 5, 9; null at 2, 6, 10; "" at 3, 7, 11
@@ -380,23 +378,33 @@ func TestPartitionFiltersFindTheirRows(t *testing.T) {
 	}
 }
 
-// TestEmptyStringPartitionWaitsForIcebergGo: iceberg-go v0.7.0 makes a
-// string's bound bytes from the string's data pointer, nil for "", and
-// writes a nil bound as none. A data file partitioned under "" (tried:
-// folder level=, partition value "") made its manifest list no lower
-// bound for the field beside an upper one; pyiceberg's manifest
-// evaluator takes that for "only nulls" and skips the manifest for every
-// filter on the field: pyiceberg read 0 rows for level = 'warn',
-// level in ('info', 'warn') and level equal to the empty string (3, 6
-// and 3 before). No value of ours reaches the bound without passing
-// through an interface, which drops the pointer of an empty string, so
-// the table files "" under null
-// until iceberg-go writes empty bounds: when this fails, it does, and ""
-// can be a partition value of its own (partitionValues, sink's layout).
-func TestEmptyStringPartitionWaitsForIcebergGo(t *testing.T) {
+// TestEmptyStringIsItsOwnPartitionValue: "" is a partition value of its
+// own, apart from null (folder level=, partition value ""). iceberg-go
+// v0.7.0 made a string's bound bytes from the string's data pointer, nil
+// for "", and wrote a nil bound as none: a data file partitioned under ""
+// made its manifest list no lower bound for the field beside an upper
+// one, which pyiceberg's manifest evaluator takes for "only nulls", and
+// it skipped the manifest for every filter on the field (0 rows for
+// level = 'warn'). So the table filed "" under null until the project's
+// copy of iceberg-go (third_party/iceberg-go,
+// patches/0002-string-literal-empty-bound.patch) marshalled "" as an
+// empty bound; pyiceberg then finds the "" rows by level = ”.
+func TestEmptyStringIsItsOwnPartitionValue(t *testing.T) {
 	b, err := iceberg.NewLiteral("").MarshalBinary()
-	if err != nil || b != nil {
-		t.Errorf("iceberg-go now marshals \"\" as %#v, %v: file empty strings under their own partition value", b, err)
+	if err != nil || b == nil || len(b) != 0 {
+		t.Errorf("iceberg-go marshals \"\" as %#v, %v: want an empty, non-nil bound", b, err)
+	}
+	cfg := testConfig(t, t.TempDir())
+	tb := openTestTable(t, cfg)
+	if err := tb.Write(context.Background(), testBatch(0, 0, 11)); err != nil {
+		t.Fatal(err)
+	}
+	r := readTable(t, cfg, "--where", "level = ''")
+	if r.Count != 3 {
+		t.Errorf("where level = '': %d rows, want 3", r.Count)
+	}
+	if !slices.ContainsFunc(r.Files, func(f string) bool { return strings.Contains(f, "/level=/") }) {
+		t.Errorf("no data file in a folder level=: %v", r.Files)
 	}
 }
 

@@ -17,6 +17,7 @@ func init() {
 		}
 		return t, nil
 	})
+	sink.RegisterTableCheck(Check)
 }
 
 // TablePosition is Position as the pipeline resumes from it.

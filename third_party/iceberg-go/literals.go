@@ -1071,6 +1071,10 @@ func (s StringLiteral) Equals(other Literal) bool {
 func (s StringLiteral) MarshalBinary() (data []byte, err error) {
 	// stored as UTF-8 bytes without length
 	// avoid copying by just returning a slice of the raw bytes
+	if len(s) == 0 {
+		// "" is a value: an empty bound, not nil (no bound at all)
+		return []byte{}, nil
+	}
 	data = unsafe.Slice(unsafe.StringData(string(s)), len(s))
 
 	return data, err
