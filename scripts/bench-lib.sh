@@ -196,6 +196,11 @@ verify() {
 		files = sorted(glob.glob(os.path.join(root, "**", "*.parquet"), recursive=True))
 		files = [f for f in files if "/_" not in f[len(root):]]  # _errors/, _spark_metadata/
 		cols = ["ts", "status", "latency_ms", "labels", "is_error", "kafka_partition", "kafka_offset", "trace_id"]
+		if not files:  # nothing written: say so in the table, do not crash on the empty schema
+		    with open(out, "w") as o:
+		        json.dump({"rows": 0, "distinct": 0, "offset_sum": None, "status_sum": None, "latency_centi_sum": None,
+		                   "errors": None, "ts_min": None, "ts_max": None, "nulls": {}, "types": {}, "files": 0, "bytes": 0}, o)
+		    sys.exit(0)
 		t = ds.dataset(files, format="parquet").to_table(columns=cols)
 		pairs = pc.add(pc.multiply(pc.cast(t["kafka_partition"], "int64"), 1 << 40), t["kafka_offset"])
 		ts = pc.cast(t["ts"], "int64")
@@ -213,3 +218,20 @@ verify() {
 		    json.dump(rec, o)
 	PY
 }
+
+# topic_ranges BOOTSTRAP TOPIC prints PARTITION:START:END for each partition
+# of the topic: the offsets a reader gets records from and up to.
+topic_ranges() {
+	local tool=(bash "$LOGSTORE_ROOT/scripts/kafka-cluster.sh" tool org.apache.kafka.tools.GetOffsetShell --bootstrap-server "$1" --topic "$2")
+	join -t: -j1 <("${tool[@]}" --time -2 2>/dev/null | awk -F: '{print $(NF - 1) ":" $NF}' | sort -t: -k1,1) \
+		<("${tool[@]}" --time -1 2>/dev/null | awk -F: '{print $(NF - 1) ":" $NF}' | sort -t: -k1,1)
+}
+
+# topic_holds BOOTSTRAP TOPIC prints how many records a reader of the topic
+# gets: each partition's end offset less its start offset (not the end
+# offsets alone: retention or deleted records move a partition's start).
+topic_holds() { topic_ranges "$1" "$2" | awk -F: '{n += $3 - $2} END {print n + 0}'; }
+
+# partitions_filled BOOTSTRAP TOPIC prints how many of the topic's
+# partitions hold a readable record.
+partitions_filled() { topic_ranges "$1" "$2" | awk -F: '$3 > $2 {n++} END {print n + 0}'; }

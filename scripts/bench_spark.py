@@ -7,6 +7,11 @@ zstd Parquet in dt=/hour= folders. Run it with spark-submit (scripts/bench
 does, with local[2], the spark-sql-kafka jars and the driver memory it
 reports). It prints one JSON line: the query's own time and row count.
 
+With --kafka-topic it does the whole flow of the job: each micro-batch is
+written as Parquet and produced back to Kafka (the row as a JSON object,
+to_json), in one foreachBatch, the way Spark users write to two sinks from
+one query (the batch is cached, so Kafka is read and decoded once).
+
 Spark sets one client.rack for every executor (SPARK-46798), so --rack only
 tells the brokers where this single local executor is.
 """
@@ -61,6 +66,9 @@ def main():
     ap.add_argument("--rack", default="", help="kafka.client.rack for the (single) executor")
     ap.add_argument("--min-partitions", type=int, default=0,
                     help="the Kafka source's minPartitions: split offset ranges into about this many tasks")
+    ap.add_argument("--kafka-topic", default="",
+                    help="the whole flow: also produce each row as JSON to this topic (foreachBatch)")
+    ap.add_argument("--kafka-compression", default="lz4", help="the producer's compression.type")
     args = ap.parse_args()
 
     spark = (
@@ -106,14 +114,27 @@ def main():
     )
 
     started, started_unix = time.monotonic(), time.time()
-    query = (
-        rows.writeStream.format("parquet")
-        .option("path", args.output)
-        .option("checkpointLocation", args.checkpoint)
-        .partitionBy("dt", "hour")
-        .trigger(availableNow=True)
-        .start()
-    )
+    if args.kafka_topic:
+        columns = [c for c in rows.columns if c not in ("dt", "hour")]
+
+        def write_both(batch, batch_id):
+            batch.persist()
+            batch.write.mode("append").partitionBy("dt", "hour").parquet(args.output)
+            (
+                batch.select(F.to_json(F.struct(*columns)).alias("value"))
+                .write.format("kafka")
+                .option("kafka.bootstrap.servers", args.brokers)
+                .option("kafka.compression.type", args.kafka_compression)
+                .option("kafka.acks", "all")
+                .option("topic", args.kafka_topic)
+                .save()
+            )
+            batch.unpersist()
+
+        writer = rows.writeStream.foreachBatch(write_both)
+    else:
+        writer = rows.writeStream.format("parquet").option("path", args.output).partitionBy("dt", "hour")
+    query = writer.option("checkpointLocation", args.checkpoint).trigger(availableNow=True).start()
     query.awaitTermination()
     elapsed = time.monotonic() - started
     records = sum(p.get("numInputRows", 0) for p in query.recentProgress)

@@ -2,8 +2,10 @@ package bench;
 
 import java.io.IOException;
 import java.time.Instant;
+import java.nio.charset.StandardCharsets;
 import java.time.LocalDate;
 import java.util.Map;
+import java.util.Properties;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -16,6 +18,11 @@ import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.api.common.RuntimeExecutionMode;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.serialization.DeserializationSchema;
+import org.apache.flink.api.common.serialization.SerializationSchema;
+import org.apache.flink.connector.base.DeliveryGuarantee;
+import org.apache.flink.connector.kafka.sink.KafkaRecordSerializationSchema;
+import org.apache.flink.connector.kafka.sink.KafkaSink;
+import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.ExecutionOptions;
@@ -52,6 +59,10 @@ import org.apache.parquet.io.OutputFile;
  * bulk format writes zstd (level 3) Parquet into dt=/hour= folders. It runs
  * in one JVM: a local environment of parallelism 2 in BATCH mode, so the
  * sink commits its files when the input ends, with no checkpoints.
+ *
+ * <p>With --kafka-topic it does the whole flow of the job: a KafkaSink on the
+ * same stream produces each row back to Kafka as a JSON object (Avro's JSON
+ * rendering of the record), at least once, beside the FileSink.
  *
  * <p>It prints one JSON line: the job's own time, the records read and when
  * the first was read (unix ms), for the bench's table.
@@ -182,8 +193,16 @@ public final class Main {
         }
     }
 
+    /** The row as JSON: Avro's rendering of the record. */
+    static final class RowJson implements SerializationSchema<GenericRecord> {
+        @Override
+        public byte[] serialize(GenericRecord r) {
+            return r.toString().getBytes(StandardCharsets.UTF_8);
+        }
+    }
+
     public static void main(String[] args) throws Exception {
-        String brokers = null, topic = null, output = null, rack = "";
+        String brokers = null, topic = null, output = null, rack = "", kafkaTopic = null, compression = "lz4";
         int parallelism = 2;
         boolean objectReuse = false;
         for (int i = 0; i < args.length; i++) {
@@ -194,8 +213,11 @@ public final class Main {
                 case "--rack" -> rack = args[++i];
                 case "--parallelism" -> parallelism = Integer.parseInt(args[++i]);
                 case "--object-reuse" -> objectReuse = true;
+                case "--kafka-topic" -> kafkaTopic = args[++i];
+                case "--kafka-compression" -> compression = args[++i];
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
-                        + "; want --brokers B --topic T --output DIR [--rack R] [--parallelism N] [--object-reuse]");
+                        + "; want --brokers B --topic T --output DIR [--rack R] [--parallelism N] [--object-reuse]"
+                        + " [--kafka-topic OUT [--kafka-compression C]]");
             }
         }
         if (brokers == null || topic == null || output == null) {
@@ -227,7 +249,22 @@ public final class Main {
                 .withOutputFileConfig(OutputFileConfig.builder().withPartSuffix(".parquet").build())
                 .build();
 
-        env.fromSource(source, WatermarkStrategy.noWatermarks(), "kafka").sinkTo(sink).name("parquet");
+        DataStream<GenericRecord> rows = env.fromSource(source, WatermarkStrategy.noWatermarks(), "kafka");
+        rows.sinkTo(sink).name("parquet");
+        if (kafkaTopic != null) {
+            Properties props = new Properties();
+            props.setProperty("compression.type", compression);
+            props.setProperty("acks", "all");
+            rows.sinkTo(KafkaSink.<GenericRecord>builder()
+                    .setBootstrapServers(brokers)
+                    .setKafkaProducerConfig(props)
+                    .setRecordSerializer(KafkaRecordSerializationSchema.builder()
+                            .setTopic(kafkaTopic)
+                            .setValueSerializationSchema(new RowJson())
+                            .build())
+                    .setDeliveryGuarantee(DeliveryGuarantee.AT_LEAST_ONCE)
+                    .build()).name("kafka");
+        }
 
         long started = System.currentTimeMillis();
         JobExecutionResult result = env.execute("logstore-bench-flink");
