@@ -287,6 +287,18 @@ func (k *Kafka) Stage(ctx context.Context, b *Batch) (full bool, err error) {
 	return false, nil
 }
 
+// WaitStaged waits until every row of b's open batch that Stage sent is
+// written. The worker calls it before an output that records the batch's
+// position (the table's snapshot) commits: that output must not hold a
+// batch whose rows are still on their way to this one, or a stop between
+// the two would start the next run past rows Kafka never got.
+func (k *Kafka) WaitStaged(ctx context.Context, b *Batch) error {
+	if k.ExactlyOnce() {
+		return nil
+	}
+	return k.waitStaged(ctx, stageKey{b.Topic, b.Partition, b.Prefix}, 0)
+}
+
 // waitStaged waits until the open batch's staged rows on their way are
 // at most room bytes, oldest first; room 0 waits for all. Records that
 // failed are produced again, and waitStaged reports the failure: a later

@@ -647,6 +647,13 @@ func (w *Worker) deliver(ctx context.Context, last int64, split bool) error {
 			if err := w.writeDeadLetters(ctx, dead, last); err != nil {
 				return err
 			}
+			// So do the rows staged into an at-least-once output after
+			// it (Kafka sends them without waiting): the snapshot records
+			// the batch, and a stop after it must not leave rows on
+			// their way.
+			if err := w.waitStaged(ctx, sinks[i+1:], batch); err != nil {
+				return err
+			}
 		}
 		kind, start := SinkKind(s), time.Now()
 		write := func() error { return s.Write(ctx, batch) }
@@ -679,6 +686,22 @@ func (w *Worker) deliver(ctx context.Context, last int64, split bool) error {
 		w.timeFlush(kind, start)
 	}
 	return w.writeDeadLetters(ctx, dead, last)
+}
+
+// waitStaged waits, retrying as a write does, until each of sinks that
+// sends staged rows without waiting (sinks.kafka at least once) has
+// written every row of the batch.
+func (w *Worker) waitStaged(ctx context.Context, sinks []sink.Sink, batch *sink.Batch) error {
+	for _, s := range sinks {
+		if ws, ok := s.(interface {
+			WaitStaged(context.Context, *sink.Batch) error
+		}); ok {
+			if err := w.retrySink(ctx, "writing staged rows", SinkKind(s), func() error { return ws.WaitStaged(ctx, batch) }); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // sinkBatch is the open batch, cut at last, as the sinks take it.
