@@ -254,6 +254,10 @@ func (w *Worker) makeRoom(ctx context.Context, n int64, fetched bool) error {
 	hoarding := !fetched || held >= chunk
 	if hoarding && w.cut < 0 && w.next > b.first && b.bytes > 0 {
 		w.Stats.BudgetCuts.Add(1)
+		// Said once per cut: a file smaller than the flush rule asks for
+		// has this line as its reason.
+		w.Log.Info("batch cut: the memory budget", "first", b.first, "last", w.next-1, "held_bytes", held,
+			"budget_bytes", w.Budget.size, "staged", staged)
 		if err := w.flush(ctx, w.next-1); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -240,11 +241,17 @@ func TestWorkerBudgetCutsEarly(t *testing.T) {
 	log := &fakeLog{values: logValues(10, nil, nil), perFetch: 10}
 	w, _, s, _ := testWorker(t, log, 100, "dead_letter")
 	w.Budget = NewBudget(3 * w.recordCost(&record.Record{Value: []byte(`{"n": 0}`)}))
+	var logged bytes.Buffer
+	w.Log = slog.New(slog.NewTextHandler(&logged, nil))
 	if err := w.Run(context.Background(), position{Offset: 0, Cut: -1}); err != nil {
 		t.Fatal(err)
 	}
 	if len(s.batches) < 3 || w.Stats.BudgetCuts.Load() == 0 {
 		t.Errorf("batches %v, budget cuts %d: a full budget must cut batches early", s.batches, w.Stats.BudgetCuts.Load())
+	}
+	// A file smaller than the flush rule asks for has its reason in the log.
+	if n := strings.Count(logged.String(), `msg="batch cut: the memory budget"`); n != int(w.Stats.BudgetCuts.Load()) {
+		t.Errorf("%d log lines for %d budget cuts: each cut the budget forces is said", n, w.Stats.BudgetCuts.Load())
 	}
 }
 
