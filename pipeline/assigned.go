@@ -73,7 +73,7 @@ func (s *partitionSet) owns(topic string, partition int) bool {
 // positions are read in one OffsetFetch; a partition whose start fails is
 // started on its own after a backoff.
 func (s *partitionSet) Assign(g group.Generation) {
-	s.j.metrics.generation(g.ID, g.Assigned)
+	s.j.metrics.generation(g.ID, g.MemberID, g.Assigned)
 	added := map[string][]int(g.Added)
 	runs := map[topicPartition]*partitionRun{}
 	s.mu.Lock()

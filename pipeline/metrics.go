@@ -22,10 +22,15 @@ import (
 // Metrics exposes the job's counters to Prometheus. Counters are read from
 // worker.Stats and fetch.Stats at scrape time, so the hot path only does atomic adds.
 type Metrics struct {
-	reg        *prometheus.Registry
-	rackInfo   *prometheus.GaugeVec
-	rackMatch  prometheus.Gauge
-	genGauge   prometheus.Gauge
+	reg       *prometheus.Registry
+	rackInfo  *prometheus.GaugeVec
+	rackMatch prometheus.Gauge
+	genGauge  prometheus.Gauge
+	// member is the group member id this process holds: logstore status
+	// matches a member to the /metrics it reads by it, since another
+	// process on the same host and port (one of several members on a
+	// host, or a new one after a kill) is not that member.
+	member     *prometheus.GaugeVec
 	assigned   prometheus.Gauge
 	rebalances prometheus.Counter
 	flush      *prometheus.HistogramVec
@@ -76,6 +81,7 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 		rackInfo:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "logstore_rack_info", Help: "The rack this worker reads as (1), with the detection source."}, []string{"rack", "source"}),
 		rackMatch:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "logstore_rack_matched", Help: "1 when the detected zone matches a broker rack; 0 means reading rack-blind."}),
 		genGauge:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "logstore_group_generation", Help: "The consumer group generation this member is in."}),
+		member:     prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "logstore_group_member", Help: "1 for the group member id this process holds now."}, []string{"member_id"}),
 		assigned:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "logstore_assigned_partitions", Help: "Partitions assigned to this member."}),
 		rebalances: prometheus.NewCounter(prometheus.CounterOpts{Name: "logstore_rebalances_total", Help: "Generations this member joined (the first join counts)."}),
 		// From a small local file (ms) to a large S3 upload riding out an outage.
@@ -102,7 +108,7 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 	for _, step := range []string{worker.StepCut, worker.StepNext} {
 		m.commit.WithLabelValues(step)
 	}
-	reg.MustRegister(m.rackInfo, m.rackMatch, m.genGauge, m.assigned, m.rebalances, m.flush, m.commit, m.retries, m.starts, m.failures, m.held, &m.partitions,
+	reg.MustRegister(m.rackInfo, m.rackMatch, m.genGauge, m.member, m.assigned, m.rebalances, m.flush, m.commit, m.retries, m.starts, m.failures, m.held, &m.partitions,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -117,8 +123,10 @@ func (m *Metrics) setRack(r rack.Result) {
 	}
 }
 
-func (m *Metrics) generation(id int32, assigned map[string][]int) {
+func (m *Metrics) generation(id int32, memberID string, assigned map[string][]int) {
 	m.ready.joined.Store(true)
+	m.member.Reset()
+	m.member.WithLabelValues(memberID).Set(1)
 	m.rebalances.Inc()
 	m.partitions.assign(assigned)
 	m.genGauge.Set(float64(id))

@@ -67,7 +67,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // readLocalShares asks each member's /metrics (its host, the port of
 // metrics.listen) for the bytes it fetched by locality; a member whose
-// endpoint does not answer within a second has an unknown share.
+// endpoint does not answer within a second, or answers as another member
+// (one killed and not yet out of the group, or several members on one
+// host, where the port is the first one's), has an unknown share.
 func readLocalShares(ctx context.Context, st *groupStatus, listen string) {
 	_, port, err := net.SplitHostPort(listen)
 	if listen == "" || err != nil {
@@ -77,12 +79,15 @@ func readLocalShares(ctx context.Context, st *groupStatus, listen string) {
 	for i := range st.Members {
 		m := &st.Members[i]
 		m.Metrics = "http://" + net.JoinHostPort(m.Host, port) + "/metrics"
-		m.LocalShare, _ = memberLocalShare(ctx, client, m.Metrics)
+		m.LocalShare, _ = memberLocalShare(ctx, client, m.Metrics, m.ID)
 	}
 }
 
-// memberLocalShare is same-rack bytes over all bytes of logstore_fetch_bytes_total.
-func memberLocalShare(ctx context.Context, client *http.Client, url string) (*float64, error) {
+// memberLocalShare is same-rack bytes over all bytes of
+// logstore_fetch_bytes_total, read from url when the process there is the
+// group member memberID (its logstore_group_member; a version without it
+// is taken at its word).
+func memberLocalShare(ctx context.Context, client *http.Client, url, memberID string) (*float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
@@ -96,10 +101,17 @@ func memberLocalShare(ctx context.Context, client *http.Client, url string) (*fl
 		return nil, fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
 	}
 	var same, all float64
+	var named []string
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
+		if id, ok := strings.CutPrefix(line, `logstore_group_member{member_id="`); ok {
+			if end := strings.Index(id, `"}`); end >= 0 {
+				named = append(named, id[:end])
+			}
+			continue
+		}
 		if !strings.HasPrefix(line, "logstore_fetch_bytes_total{") {
 			continue
 		}
@@ -112,8 +124,14 @@ func memberLocalShare(ctx context.Context, client *http.Client, url string) (*fl
 			same += v
 		}
 	}
-	if err := sc.Err(); err != nil || all == 0 {
+	if err := sc.Err(); err != nil {
 		return nil, err
+	}
+	if len(named) > 0 && !slices.Contains(named, memberID) {
+		return nil, fmt.Errorf("%s is member %s's endpoint, not %s's", url, strings.Join(named, ","), memberID)
+	}
+	if all == 0 {
+		return nil, nil
 	}
 	share := same / all
 	return &share, nil

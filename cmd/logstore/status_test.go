@@ -28,12 +28,43 @@ logstore_fetch_bytes_total{broker="3",broker_rack="az-c",locality="cross-rack"} 
 `)
 	}))
 	defer srv.Close()
-	share, err := memberLocalShare(context.Background(), &http.Client{Timeout: time.Second}, srv.URL+"/metrics")
+	share, err := memberLocalShare(context.Background(), &http.Client{Timeout: time.Second}, srv.URL+"/metrics", "m1")
 	if err != nil || share == nil || *share != 0.95 {
 		t.Errorf("share %v, %v; want 0.95", share, err)
 	}
-	if share, _ := memberLocalShare(context.Background(), &http.Client{Timeout: time.Second}, "http://127.0.0.1:1/metrics"); share != nil {
+	if share, _ := memberLocalShare(context.Background(), &http.Client{Timeout: time.Second}, "http://127.0.0.1:1/metrics", "m1"); share != nil {
 		t.Errorf("an unreachable member's share is %v; want unknown", *share)
+	}
+}
+
+// TestStatusLocalShareIsTheMembersOwn: status reads a member's /metrics at
+// its host and the config's port; what answers there may be another
+// member (several members on one host, where the port is the first one's;
+// a member SIGKILLed and not yet out of the group, whose host and port a
+// new process took). Its share is then unknown, not the other's (before:
+// every member on the host showed the first one's 100.0 %).
+func TestStatusLocalShareIsTheMembersOwn(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `logstore_group_member{member_id="m1"} 1
+logstore_fetch_bytes_total{broker="1",broker_rack="az-a",locality="same-rack"} 100
+`)
+	}))
+	defer srv.Close()
+	client := &http.Client{Timeout: time.Second}
+	if share, err := memberLocalShare(context.Background(), client, srv.URL+"/metrics", "m1"); share == nil || *share != 1 {
+		t.Errorf("m1's own endpoint: share %v, %v; want 1", share, err)
+	}
+	if share, _ := memberLocalShare(context.Background(), client, srv.URL+"/metrics", "m2"); share != nil {
+		t.Errorf("m2 read at m1's endpoint: share %v; want unknown", *share)
+	}
+	st := &groupStatus{Members: []memberStatus{{ID: "m1", Host: "127.0.0.1"}, {ID: "m2", Host: "127.0.0.1"}}}
+	readLocalShares(context.Background(), st, strings.TrimPrefix(srv.URL, "http://"))
+	var out strings.Builder
+	if err := writeStatus(&out, st, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "100.0%") || !strings.Contains(out.String(), "unknown") {
+		t.Errorf("status of two members on one host:\n%s\nwant m1 100.0%% and m2 unknown", out.String())
 	}
 }
 
