@@ -72,4 +72,6 @@ echo "== known vulnerabilities (govulncheck, local copy of the Go vulnerability 
 bash "$here/vulncheck.sh"
 echo "== unit and integration tests (real Kafka, S3, IMDS mock; the zone lab in network namespaces)"
 # -p 1: the integration tests share one cluster, and one of them stops a broker.
-go test -count=1 -p 1 -timeout 25m -tags integration ./...
+# -timeout is per test binary: cmd/logstore's took 19 minutes on 2 cores
+# (2026-12-07), so 35m leaves room for a slower machine.
+go test -count=1 -p 1 -timeout 35m -tags integration ./...
