@@ -153,29 +153,19 @@ func TestKafkaWrite(t *testing.T) {
 		t.Errorf("Write took %s; the batch timeout should keep a partial batch well under kafka-go's 1s", d)
 	}
 	seen := map[int64]bool{}
-	for p := range 3 {
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: c.ListenAddrs(), Topic: "out", Partition: p, MaxWait: 100 * time.Millisecond})
-		for {
-			rctx, rcancel := context.WithTimeout(ctx, time.Second)
-			m, err := r.ReadMessage(rctx)
-			rcancel()
-			if err != nil {
-				break
-			}
-			off, _ := strconv.ParseInt(headerValue(m, HeaderSourceOffset), 10, 64)
-			i := int(off - 100)
-			if j, _ := appendRowJSON(nil, logSchema, b.Rows[i]); string(m.Value) != string(j) {
-				t.Errorf("offset %d: value %s", off, m.Value)
-			}
-			got := map[string]string{}
-			for _, h := range m.Headers {
-				got[h.Key] = string(h.Value)
-			}
-			checkSourceHeaders(t, got, "in", 7, off)
-			seen[off] = true
+	readOut(ctx, c.ListenAddrs(), 3, func(m kafka.Message) {
+		off, _ := strconv.ParseInt(headerValue(m, HeaderSourceOffset), 10, 64)
+		i := int(off - 100)
+		if j, _ := appendRowJSON(nil, logSchema, b.Rows[i]); string(m.Value) != string(j) {
+			t.Errorf("offset %d: value %s", off, m.Value)
 		}
-		r.Close()
-	}
+		got := map[string]string{}
+		for _, h := range m.Headers {
+			got[h.Key] = string(h.Value)
+		}
+		checkSourceHeaders(t, got, "in", 7, off)
+		seen[off] = true
+	})
 	if len(seen) != len(b.Rows) {
 		t.Errorf("read back %d of %d records", len(seen), len(b.Rows))
 	}
@@ -336,23 +326,13 @@ func TestKafkaStagedRowsAreWrittenBeforeWriteReturns(t *testing.T) {
 		t.Error("the sink still holds staged records after Write")
 	}
 	seen := map[int64]int{}
-	for p := range 3 {
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: c.ListenAddrs(), Topic: "out", Partition: p, MaxWait: 100 * time.Millisecond})
-		for {
-			rctx, rcancel := context.WithTimeout(ctx, time.Second)
-			m, err := r.ReadMessage(rctx)
-			rcancel()
-			if err != nil {
-				break
-			}
-			off, _ := strconv.ParseInt(headerValue(m, HeaderSourceOffset), 10, 64)
-			if j, _ := appendRowJSON(nil, logSchema, whole.Rows[off-100]); string(m.Value) != string(j) {
-				t.Errorf("offset %d: value %s", off, m.Value)
-			}
-			seen[off]++
+	readOut(ctx, c.ListenAddrs(), 3, func(m kafka.Message) {
+		off, _ := strconv.ParseInt(headerValue(m, HeaderSourceOffset), 10, 64)
+		if j, _ := appendRowJSON(nil, logSchema, whole.Rows[off-100]); string(m.Value) != string(j) {
+			t.Errorf("offset %d: value %s", off, m.Value)
 		}
-		r.Close()
-	}
+		seen[off]++
+	})
 	for i := range whole.Rows {
 		if seen[100+int64(i)] == 0 {
 			t.Errorf("source offset %d is not in the output", 100+i)
@@ -465,4 +445,22 @@ func BenchmarkKafkaRecords(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/row")
+}
+
+// readOut hands fn every record of topic "out"'s partitions, each read
+// until a second passes without one.
+func readOut(ctx context.Context, brokers []string, partitions int, fn func(kafka.Message)) {
+	for p := range partitions {
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: "out", Partition: p, MaxWait: 100 * time.Millisecond})
+		for {
+			rctx, rcancel := context.WithTimeout(ctx, time.Second)
+			m, err := r.ReadMessage(rctx)
+			rcancel()
+			if err != nil {
+				break
+			}
+			fn(m)
+		}
+		r.Close()
+	}
 }
