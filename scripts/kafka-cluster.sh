@@ -314,6 +314,12 @@ write_config() {
 		num.partitions=1
 		default.replication.factor=3
 		min.insync.replicas=1
+		# No time retention: the tests stamp their logs at fixed dates (so
+		# paths and partition values are the same every run), and a broker
+		# keeping 7 days (the default) deletes a log older than that at its
+		# next retention check, every 5 minutes: records then vanish in the
+		# middle of a test, at random (CI met it a week after the date).
+		log.retention.ms=-1
 		offsets.topic.replication.factor=3
 		transaction.state.log.replication.factor=3
 		transaction.state.log.min.isr=2

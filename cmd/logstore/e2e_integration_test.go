@@ -114,7 +114,40 @@ func produceLogs(t *testing.T, topic string, n, partitions, badEvery int) {
 	t.Logf("produced %d records in %s", n, time.Since(start).Round(time.Millisecond))
 }
 
+// e2eStart is when the tests' generated logs begin: a fixed date, so
+// their paths and partition values are the same every run. The test
+// cluster keeps logs of any age (TestTestTopicsKeepLogsOfAnyAge).
 var e2eStart = time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
+
+// TestTestTopicsKeepLogsOfAnyAge: a topic of the test cluster has no time
+// retention. The tests' logs are stamped from e2eStart on; with Kafka's
+// default of 7 days a broker deletes them at its next retention check
+// (every 5 minutes) once that date is a week old, and records vanish in
+// the middle of a test — exactly-once tests then see dead letters or rows
+// missing, or a partition that "starts at earliest" at its end.
+func TestTestTopicsKeepLogsOfAnyAge(t *testing.T) {
+	topic := e2eTopic(t, 1)
+	client := &kafka.Client{Addr: kafka.TCP(strings.Split(bootstrap, ",")...), Timeout: 30 * time.Second}
+	resp, err := client.DescribeConfigs(context.Background(), &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{
+		{ResourceType: kafka.ResourceTypeTopic, ResourceName: topic, ConfigNames: []string{"retention.ms"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resp.Resources {
+		if r.Error != nil {
+			t.Fatal(r.Error)
+		}
+		for _, e := range r.ConfigEntries {
+			if ms, _ := strconv.ParseInt(e.ConfigValue, 10, 64); ms >= 0 && time.Since(e2eStart) > time.Duration(ms)*time.Millisecond-time.Hour {
+				t.Fatalf("a new topic keeps logs %s (retention.ms %s) and the tests' logs are stamped from %s: the brokers delete them mid-test; "+
+					"start the cluster with scripts/kafka-cluster.sh (log.retention.ms=-1)", time.Duration(ms)*time.Millisecond, e.ConfigValue, e2eStart.Format(time.DateOnly))
+			}
+			return
+		}
+	}
+	t.Fatalf("the brokers did not describe retention.ms of %s", topic)
+}
 
 // e2eConfig is a job over topic into dir, with every decoded field kept.
 func e2eConfig(t *testing.T, topic, group, dir string, maxRows int) string {
