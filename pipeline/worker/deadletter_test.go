@@ -27,10 +27,11 @@ func TestKafkaDeadLettersTooBigAreTruncated(t *testing.T) {
 	k := NewKafkaDeadLetters(p, "dlq", stats, nil)
 	defer k.Close()
 	big := bytes.Repeat([]byte("x"), 10000)
+	old := time.Now().Add(-6 * 24 * time.Hour).Truncate(time.Millisecond) // a record caught up on
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err = k.writeDeadLetters(ctx, &deadBatch{Topic: "logs", Partition: 3, First: 10, Last: 12, Letters: []RejectedRecord{
-		{Reason: "bad json", Record: record.Record{Topic: "logs", Partition: 3, Offset: 10, Value: []byte("{")}},
+		{Reason: "bad json", Record: record.Record{Topic: "logs", Partition: 3, Offset: 10, Value: []byte("{"), Time: old}},
 		{Reason: "sink refused the row", Record: record.Record{Topic: "logs", Partition: 3, Offset: 11, Value: big}},
 	}})
 	if err != nil {
@@ -48,6 +49,11 @@ func TestKafkaDeadLettersTooBigAreTruncated(t *testing.T) {
 	}
 	if m := got["10"]; string(m.Value) != "{" || header(m, headerTruncated) != "" {
 		t.Errorf("offset 10: value %q, truncated %q; want it whole", m.Value, header(m, headerTruncated))
+	}
+	// Its record's timestamp, as Kafka Connect's dead letters keep theirs
+	// (reference.yaml: the topic's retention counts from it).
+	if m := got["10"]; !m.Time.Equal(old) {
+		t.Errorf("offset 10: the dead letter's timestamp is %v; want its record's, %v", m.Time, old)
 	}
 	m := got["11"]
 	if len(m.Value) != truncatedValueBytes || header(m, headerTruncated) != "10000" || header(m, headerError) != "sink refused the row" ||
