@@ -269,7 +269,7 @@ func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig, pages parque
 		fewIntegers:   *cfg.Dictionary && cfg.FewIntegers,
 		deltaIntegers: cfg.SortedIntegers == SortedIntegersDelta,
 		cols:          cols, rowGroupBytes: cfg.RowGroupBytes, rowGroupRows: max(cfg.RowGroupRows, 1),
-		pending: make([][]parquet.Value, leaves), mark: make([]int, leaves),
+		pending: getPending(leaves), mark: make([]int, leaves),
 		chunkBytes:   int(max(min(int64(cfg.PageBytes)/4, cfg.RowGroupBytes/16), 1)),
 		dictMaxBytes: cfg.DictionaryMaxBytes,
 		dictValues:   make([]int, leaves), dictPageValues: dictPageValues(cfg.PageBytes),
@@ -376,7 +376,8 @@ func smallSteps(vals []parquet.Value) bool {
 
 // countDistinct counts vals but nulls, and their distinct keys.
 func countDistinct[K comparable](vals []parquet.Value, key func(*parquet.Value) K) (n, distinct int) {
-	seen := make(map[K]struct{}, len(vals))
+	seen := setsGet[K](&distinctSets)
+	defer setsPut(&distinctSets, seen)
 	for i := range vals {
 		if vals[i].IsNull() {
 			continue
@@ -385,6 +386,34 @@ func countDistinct[K comparable](vals []parquet.Value, key func(*parquet.Value) 
 		seen[key(&vals[i])] = struct{}{}
 	}
 	return n, len(seen)
+}
+
+// distinctSets are countDistinct's sets, one per key type, used again: a
+// file's writer judges each text and integer column once, and with
+// hundreds of partitions writing small files a set made for every column
+// of every file was 5 % of what a member allocated
+// (BenchmarkManyPartitions at 600 partitions).
+var distinctSets = sets{}
+
+type sets struct{ text, ints sync.Pool }
+
+func (s *sets) pool(of any) *sync.Pool {
+	if _, ok := of.(map[string]struct{}); ok {
+		return &s.text
+	}
+	return &s.ints
+}
+
+func setsGet[K comparable](s *sets) map[K]struct{} {
+	if m, ok := s.pool(map[K]struct{}(nil)).Get().(map[K]struct{}); ok {
+		return m
+	}
+	return map[K]struct{}{}
+}
+
+func setsPut[K comparable](s *sets, m map[K]struct{}) {
+	clear(m) // no key keeps a row's text alive
+	s.pool(m).Put(m)
 }
 
 // parquetCodec is the process's codec for a compression and level: one
@@ -580,7 +609,37 @@ func (pw *ParquetWriter) Close() error {
 	if err := pw.w.Close(); err != nil {
 		return fmt.Errorf("parquet: %w", err)
 	}
+	pw.releasePending()
 	return nil
+}
+
+// pendingValues keeps the per-leaf value slices of finished writers for
+// the next file's: each grows to a chunk's values, and with hundreds of
+// partitions writing small files, growing them again for every file was
+// 12 % of what a member allocated (BenchmarkManyPartitions at 600
+// partitions).
+var pendingValues sync.Pool // of *[][]parquet.Value
+
+func getPending(leaves int) [][]parquet.Value {
+	if p, ok := pendingValues.Get().(*[][]parquet.Value); ok && len(*p) >= leaves {
+		return (*p)[:leaves:leaves]
+	}
+	return make([][]parquet.Value, leaves)
+}
+
+// releasePending gives the pending slices back, emptied (their values
+// point into rows' text), once; the writer takes no row after.
+func (pw *ParquetWriter) releasePending() {
+	if pw.pending == nil {
+		return
+	}
+	for i, vals := range pw.pending {
+		clear(vals[:cap(vals)])
+		pw.pending[i] = vals[:0]
+	}
+	p := pw.pending
+	pw.pending = nil
+	pendingValues.Put(&p)
 }
 
 // Footer is the file's metadata, column chunk statistics included, once
@@ -603,6 +662,7 @@ func (pw *ParquetWriter) abandon() {
 	if pw.w != nil {
 		pw.w.Reset(io.Discard)
 	}
+	pw.releasePending()
 }
 
 // appendValue adds one column's value of a row to its leaf columns. It
