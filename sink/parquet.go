@@ -320,7 +320,7 @@ const distinctMin = 64
 // larger. DELTA_LENGTH_BYTE_ARRAY keeps the lengths apart from the text
 // (BENCHMARKS.md).
 func distinctText(vals []parquet.Value) bool {
-	n, distinct := countDistinct(vals, func(v *parquet.Value) string {
+	n, distinct := countDistinct(vals, &textSets, func(v *parquet.Value) string {
 		return unsafe.String(unsafe.SliceData(v.ByteArray()), len(v.ByteArray()))
 	})
 	return n >= distinctMin && distinct*10 >= n*9
@@ -332,7 +332,7 @@ func distinctText(vals []parquet.Value) bool {
 // time than their plain values, and the file fewer bytes; a column of
 // timestamps or offsets stays PLAIN.
 func fewIntegers(vals []parquet.Value) bool {
-	n, distinct := countDistinct(vals, (*parquet.Value).Int64)
+	n, distinct := countDistinct(vals, &intSets, (*parquet.Value).Int64)
 	return n >= distinctMin && distinct*5 <= n
 }
 
@@ -375,9 +375,9 @@ func smallSteps(vals []parquet.Value) bool {
 }
 
 // countDistinct counts vals but nulls, and their distinct keys.
-func countDistinct[K comparable](vals []parquet.Value, key func(*parquet.Value) K) (n, distinct int) {
-	seen := setsGet[K](&distinctSets)
-	defer setsPut(&distinctSets, seen)
+func countDistinct[K comparable](vals []parquet.Value, sets *setPool[K], key func(*parquet.Value) K) (n, distinct int) {
+	seen := sets.get()
+	defer sets.put(seen)
 	for i := range vals {
 		if vals[i].IsNull() {
 			continue
@@ -388,32 +388,28 @@ func countDistinct[K comparable](vals []parquet.Value, key func(*parquet.Value) 
 	return n, len(seen)
 }
 
-// distinctSets are countDistinct's sets, one per key type, used again: a
-// file's writer judges each text and integer column once, and with
-// hundreds of partitions writing small files a set made for every column
-// of every file was 5 % of what a member allocated
-// (BenchmarkManyPartitions at 600 partitions).
-var distinctSets = sets{}
+// textSets and intSets are countDistinct's sets, used again: a file's
+// writer judges each text and integer column once, and with hundreds of
+// partitions writing small files a set made for every column of every
+// file was 5 % of what a member allocated (BenchmarkManyPartitions at 600
+// partitions).
+var (
+	textSets setPool[string]
+	intSets  setPool[int64]
+)
 
-type sets struct{ text, ints sync.Pool }
+type setPool[K comparable] struct{ sync.Pool }
 
-func (s *sets) pool(of any) *sync.Pool {
-	if _, ok := of.(map[string]struct{}); ok {
-		return &s.text
-	}
-	return &s.ints
-}
-
-func setsGet[K comparable](s *sets) map[K]struct{} {
-	if m, ok := s.pool(map[K]struct{}(nil)).Get().(map[K]struct{}); ok {
+func (p *setPool[K]) get() map[K]struct{} {
+	if m, ok := p.Get().(map[K]struct{}); ok {
 		return m
 	}
 	return map[K]struct{}{}
 }
 
-func setsPut[K comparable](s *sets, m map[K]struct{}) {
+func (p *setPool[K]) put(m map[K]struct{}) {
 	clear(m) // no key keeps a row's text alive
-	s.pool(m).Put(m)
+	p.Put(m)
 }
 
 // parquetCodec is the process's codec for a compression and level: one
