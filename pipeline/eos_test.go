@@ -16,7 +16,6 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logstore/logstore/internal/testkit"
@@ -359,30 +358,17 @@ func randomText(n int) string {
 	return b.String()[:n]
 }
 
-// TestRowsTheBrokersRefuseInACycleLeaveTheBatch: with exactly_once, a row
-// the output topic refuses for its size (MESSAGE_TOO_LARGE) leaves its
-// batch as dead_letter.on_error says, the batch's files are written again
-// without it, and the transaction is written again: every other row is in
-// the output once, the refused one in neither output. Its batch is in the
-// cycle while the partition reads on (the commit of a batch ahead).
-func TestRowsTheBrokersRefuseInACycleLeaveTheBatch(t *testing.T) {
+// TestRowsTheOutputTopicWouldRefuseLeaveTheBatch: with exactly_once, a
+// row whose record is over the output topic's max.message.bytes (and
+// under batch_bytes) leaves its batch as dead_letter.on_error says before
+// any output has it: the Kafka output reads the topic's limit at start,
+// since its rows are staged (into the files and held for the transaction)
+// before the brokers could refuse one. Every other row is in the output
+// once, the refused one in neither output.
+func TestRowsTheOutputTopicWouldRefuseLeaveTheBatch(t *testing.T) {
 	const n, rows, big = 200, 50, 60
 	c := testkit.FakeCluster(t, kfake.SeedTopics(1, "logs", "out"))
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "out"
-	limit := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	limit.Name, limit.Value = "max.message.bytes", kmsg.StringPtr("2000")
-	res.Configs = append(res.Configs, limit)
-	req.Resources = append(req.Resources, res)
-	if _, err := req.RequestWith(context.Background(), cl); err != nil {
-		t.Fatal(err)
-	}
+	testkit.SetTopicConfig(t, c.ListenAddrs(), "out", "max.message.bytes", "2000")
 	values := make([][]byte, n)
 	for i := range values {
 		pad := 8
@@ -407,21 +393,7 @@ func TestRowsTheBrokersRefuseInACycleLeaveTheBatch(t *testing.T) {
 		}
 		seen[i] += k
 	}
-	inFiles := map[int64]int{}
-	for _, f := range testkit.FilesUnder(t, dir) {
-		if strings.HasPrefix(f, "_errors/") || !strings.HasSuffix(f, ".parquet") {
-			continue
-		}
-		got, err := parquet.ReadFile[struct {
-			N int64 `parquet:"n"`
-		}](filepath.Join(dir, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range got {
-			inFiles[r.N]++
-		}
-	}
+	inFiles, _ := columnNInFiles(t, dir)
 	for i := range n {
 		want := 1
 		if i == big {
@@ -484,4 +456,89 @@ dead_letter: {on_error: skip}
 	if f, c := fetchedPast.Load(), committedPast.Load(); f == 0 || c == 0 || f > c {
 		t.Errorf("request %d fetched past the first batch, request %d committed past it: the partition waited for the table's snapshot before reading on", f, c)
 	}
+}
+
+// TestExactlyOnceCutsBatchesWhereAtLeastOnceDoes (issue 45): with
+// exactly_once the rows of a batch were held decoded until its cut, so
+// the memory budget cut its batches where at least once, which stages
+// them, cuts none: more files and more transactions for the same records.
+// Staged as at least once stages (the Kafka output holding its records'
+// bytes for the transaction), the same records make the same files under
+// either delivery, each row once in the files and in the output topic.
+func TestExactlyOnceCutsBatchesWhereAtLeastOnceDoes(t *testing.T) {
+	// Decoded, the rows are ~3x the 16 MiB budget (recordCost: a row of
+	// eight columns is ~550 bytes); their records ~7 MiB.
+	const n = 90_000
+	c := testkit.FakeCluster(t, kfake.SeedTopics(1, "logs", "out-alo", "out-eos"))
+	values := make([][]byte, 0, 1000)
+	for from := 0; from < n; from += cap(values) {
+		values = values[:0]
+		for i := from; i < from+cap(values); i++ {
+			values = append(values, fmt.Appendf(nil, `{"n":%d,"a":"x","b":"x","c":"x","d":"x","e":"x","f":"x","g":"x"}`, i))
+		}
+		produceValues(t, c.ListenAddrs(), values)
+	}
+	files := map[string]int{}
+	for _, delivery := range []string{"at_least_once", "exactly_once"} {
+		dir := t.TempDir()
+		out := "out-alo"
+		if delivery == "exactly_once" {
+			out = "out-eos"
+		}
+		cfg := eosConfig(c.ListenAddrs(), "g-"+delivery, dir, out, 0)
+		cfg = strings.Replace(cfg, "delivery: exactly_once", "delivery: "+delivery, 1)
+		cfg = strings.Replace(cfg, "batch: {max_rows: 0}", "batch: {max_rows: 0, memory_budget: 16MiB}", 1)
+		cfg = strings.Replace(cfg, "{name: n, type: int64, required: true}]}",
+			"{name: n, type: int64, required: true}, {name: a, type: string}, {name: b, type: string}, {name: c, type: string}, "+
+				"{name: d, type: string}, {name: e, type: string}, {name: f, type: string}, {name: g, type: string}]}", 1)
+		stats, err := runTestJobStats(t, cfg, Mode{UntilNow: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inFiles, count := columnNInFiles(t, dir)
+		files[delivery] = count
+		seen := map[int]int{}
+		for v, k := range testkit.ReadCommitted(t, c.ListenAddrs(), out, n) {
+			var i int
+			if _, err := fmt.Sscanf(v, `{"n":%d,`, &i); err != nil {
+				t.Fatalf("an output row %.60q: %v", v, err)
+			}
+			seen[i] += k
+		}
+		bad := 0
+		for i := range n {
+			if seen[i] != 1 || inFiles[int64(i)] != 1 {
+				if bad++; bad <= 5 {
+					t.Errorf("%s: record %d is in the output topic %d times and in the files %d; want once each", delivery, i, seen[i], inFiles[int64(i)])
+				}
+			}
+		}
+		t.Logf("%s: %d files, %d batches, %d cut by the memory budget", delivery, files[delivery], stats.Batches.Load(), stats.BudgetCuts.Load())
+	}
+	if files["exactly_once"] != files["at_least_once"] {
+		t.Errorf("the same %d records made %d files with exactly_once and %d with at_least_once; want as many", n, files["exactly_once"], files["at_least_once"])
+	}
+}
+
+// columnNInFiles counts each value of column n in the Parquet files under
+// dir (not the dead letters'), and the files.
+func columnNInFiles(t *testing.T, dir string) (map[int64]int, int) {
+	t.Helper()
+	seen, files := map[int64]int{}, 0
+	for _, f := range testkit.FilesUnder(t, dir) {
+		if strings.HasPrefix(f, "_errors/") || !strings.HasSuffix(f, ".parquet") {
+			continue
+		}
+		files++
+		got, err := parquet.ReadFile[struct {
+			N int64 `parquet:"n"`
+		}](filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range got {
+			seen[r.N]++
+		}
+	}
+	return seen, files
 }

@@ -101,6 +101,15 @@ type Batch struct {
 	// does not check each again. Left false, the sink makes any invalid
 	// sequence U+FFFD itself.
 	ValidText bool
+	// Held is what the exactly-once Kafka output staged of the batch
+	// before its cut (Kafka.TakeHeld): its transaction produces those
+	// records first, then Rows. nil: none.
+	Held *KafkaHeld
+	// KafkaFrom is where the exactly-once Kafka output's own position
+	// stands when the partition was read again from behind it for its
+	// other outputs: it stages no row of an earlier record (it holds
+	// them). 0: every row.
+	KafkaFrom int64
 }
 
 // Name is the deterministic base name of the batch, without extension:

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -49,6 +50,15 @@ type Kafka struct {
 	// them.
 	mu     sync.Mutex
 	staged map[stageKey]*stagedRows
+	// exactly_once: the records each open batch staged, held for its
+	// transaction (kafkaheld.go).
+	held map[stageKey]*KafkaHeld
+
+	// topicMax is the output topic's max.message.bytes, read at
+	// Preflight; 0 when unknown. A record over it less its framing is
+	// refused before any output has its row (CheckRows).
+	topicMax atomic.Int64
+	log      *slog.Logger
 }
 
 // stagedRows is what an open batch staged and the brokers have not all
@@ -132,7 +142,7 @@ func newKafka(cfg *KafkaOutputConfig, brokers []string, deps KafkaDeps) (*Kafka,
 		return nil, err
 	}
 	log.Info("kafka sink", "topic", cfg.Topic, "partitioner", part.String(), "rack", deps.Rack, "delivery", cfg.Delivery, "transactional_id", txnID)
-	return &Kafka{p: p, cfg: cfg, brokers: brokers, cycle: newTxnCycle(deps.CommitInterval), staged: make(map[stageKey]*stagedRows)}, nil
+	return &Kafka{p: p, cfg: cfg, brokers: brokers, cycle: newTxnCycle(deps.CommitInterval), staged: make(map[stageKey]*stagedRows), held: make(map[stageKey]*KafkaHeld), log: log}, nil
 }
 
 // partitioner is where keyless rows go: as sinks.kafka.partitioner says,
@@ -236,16 +246,17 @@ func (k *Kafka) stagedInFlight() int64 { return max(k.cfg.BatchBytes, 1<<20) }
 // read again is produced again (the logstore.source.* headers tell the
 // repeats). It does not wait for the brokers: Write, at the cut, waits
 // for every staged row, so the cut is committed only once all are
-// written. With exactly_once the job does not stage (the rows wait for
-// the transaction); a call fails rather than produce outside one.
+// written. With exactly_once it produces nothing: it encodes the rows
+// into their records and holds them for the batch's transaction
+// (kafkaheld.go), skipping those before b.KafkaFrom.
 func (k *Kafka) Stage(ctx context.Context, b *Batch) (full bool, err error) {
-	if k.ExactlyOnce() {
-		return false, errors.New("kafka: exactly_once does not stage rows; they go in the batch's transaction")
-	}
 	if len(b.Rows) == 0 {
 		return false, nil
 	}
 	key := stageKey{b.Topic, b.Partition, b.Prefix}
+	if k.ExactlyOnce() {
+		return false, k.stageHeld(key, b)
+	}
 	// Settle what is already written, and wait for room.
 	if err := k.waitStaged(ctx, key, k.stagedInFlight()); err != nil {
 		return false, err
@@ -393,10 +404,12 @@ func (k *Kafka) sendAgain(ctx context.Context, key stageKey, s *stagedSend, err 
 func (k *Kafka) HeldBytes(topic string, partition int, prefix string) int64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if st := k.staged[stageKey{topic, partition, prefix}]; st != nil {
-		return st.bytes
+	key := stageKey{topic, partition, prefix}
+	var n int64
+	if st := k.staged[key]; st != nil {
+		n += st.bytes
 	}
-	return 0
+	return n + k.held[key].Bytes()
 }
 
 // ExactlyOnce says whether the sink writes in transactions
@@ -413,6 +426,7 @@ func (k *Kafka) Producer() *producer.Producer { return k.p }
 func (k *Kafka) Discard(topic string, partition int, prefix string) {
 	k.mu.Lock()
 	delete(k.staged, stageKey{topic, partition, prefix})
+	delete(k.held, stageKey{topic, partition, prefix})
 	k.mu.Unlock()
 }
 
@@ -547,6 +561,7 @@ func (k *Kafka) Preflight(ctx context.Context) error {
 			return fmt.Errorf("kafka sink: output topic %q does not exist on %v; create it or fix sinks.kafka.topic", k.cfg.Topic, k.brokers)
 		}
 	}
+	k.readTopicMax(ctx)
 	if k.ExactlyOnce() {
 		// Before the job reads where its partitions stand: a restarted
 		// static member fences its predecessor and aborts its open
@@ -556,4 +571,54 @@ func (k *Kafka) Preflight(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// recordFraming is what a record batch of one record adds to the record's
+// key, value and header bytes, at most: the batch header (61 bytes), the
+// record's lengths and deltas (21) and its three headers' lengths (30).
+const recordFraming = 61 + 21 + 3*10
+
+// readTopicMax reads the output topic's max.message.bytes, so a row whose
+// record the topic would refuse goes to the dead letters before any
+// output has it: with staging (and exactly_once's held records) the
+// brokers' refusal comes after the files hold the row, too late to take it
+// out. Not allowed to read it, the job goes on with batch_bytes as the
+// only limit, and says so.
+func (k *Kafka) readTopicMax(ctx context.Context) {
+	cfg, err := k.p.TopicConfig(ctx, k.cfg.Topic, "max.message.bytes")
+	if err == nil {
+		v, ok := cfg["max.message.bytes"]
+		n, perr := strconv.ParseInt(v, 10, 64)
+		switch {
+		case ok && perr == nil && n > recordFraming:
+			k.topicMax.Store(n)
+			if n < k.cfg.BatchBytes {
+				k.log.Info("kafka sink: the output topic's max.message.bytes is below sinks.kafka.batch_bytes; rows whose record is over it go to the dead letters",
+					"topic", k.cfg.Topic, "max.message.bytes", n, "batch_bytes", k.cfg.BatchBytes)
+			}
+			return
+		case !ok:
+			err = errors.New("the answer has no max.message.bytes")
+		default:
+			err = fmt.Errorf("max.message.bytes is %q", v)
+		}
+	}
+	k.log.Warn("kafka sink: could not read the output topic's max.message.bytes; a row whose record is over it but under sinks.kafka.batch_bytes stops its partition with an error. "+
+		"Grant DescribeConfigs on the topic (Amazon MSK with IAM: "+mskDescribeTopicConfigAction+"), or keep batch_bytes at or under the topic's max.message.bytes",
+		"topic", k.cfg.Topic, "err", err)
+}
+
+// mskDescribeTopicConfigAction is the IAM action Amazon MSK checks for
+// DescribeConfigs on a topic.
+const mskDescribeTopicConfigAction = "kafka-cluster:DescribeTopicDynamicConfiguration"
+
+// recordLimit is the most key, value and header bytes a record may hold:
+// batch_bytes, and the output topic's max.message.bytes less the framing
+// when it is known.
+func (k *Kafka) recordLimit() (limit int64, what string) {
+	limit, what = k.cfg.BatchBytes, "sinks.kafka.batch_bytes"
+	if m := k.topicMax.Load(); m > 0 && m-recordFraming < limit {
+		limit, what = m-recordFraming, fmt.Sprintf("the output topic's max.message.bytes (%d) less %d bytes of framing", m, recordFraming)
+	}
+	return limit, what
 }

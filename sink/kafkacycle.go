@@ -73,7 +73,7 @@ func newTxnCycle(interval time.Duration) *txnCycle {
 func (c *txnCycle) add(p *TxnPart) {
 	c.mu.Lock()
 	c.queue = append(c.queue, p)
-	c.rows += len(p.Batch.Rows)
+	c.rows += len(p.Batch.Rows) + p.Batch.Held.Rows()
 	full := c.rows >= cycleRows
 	c.mu.Unlock()
 	if full {
@@ -94,7 +94,7 @@ func (c *txnCycle) remove(p *TxnPart) bool {
 	for i, q := range c.queue {
 		if q == p {
 			c.queue = append(c.queue[:i], c.queue[i+1:]...)
-			c.rows -= len(p.Batch.Rows)
+			c.rows -= len(p.Batch.Rows) + p.Batch.Held.Rows()
 			return true
 		}
 	}
@@ -113,7 +113,7 @@ func (c *txnCycle) take() []*TxnPart {
 	for _, p := range c.queue {
 		if sameMember(p.Member, first) {
 			p.taken = true
-			c.rows -= len(p.Batch.Rows)
+			c.rows -= len(p.Batch.Rows) + p.Batch.Held.Rows()
 			group = append(group, p)
 		} else {
 			rest = append(rest, p)
@@ -265,10 +265,12 @@ func (k *Kafka) inCycle(ctx context.Context, group []*TxnPart, errs []error) err
 		wg.Go(func() { posErr = k.writePositions(ctx, member.Group, group) })
 	}
 	for i, p := range group {
-		if len(p.Batch.Rows) == 0 {
-			continue
+		switch {
+		case p.Batch.Held != nil:
+			wg.Go(func() { errs[i] = k.produceHeld(ctx, p.Batch) })
+		case len(p.Batch.Rows) > 0:
+			wg.Go(func() { errs[i] = k.produce(ctx, p.Batch) })
 		}
-		wg.Go(func() { errs[i] = k.produce(ctx, p.Batch) })
 	}
 	wg.Wait()
 	Failpoint(ctx, FailInTxn)

@@ -106,7 +106,8 @@ func (f *Files) CheckRows(b *Batch) []*RowError {
 	return out
 }
 
-// CheckRows refuses the rows whose record would be over batch_bytes. It
+// CheckRows refuses the rows whose record would be over batch_bytes or
+// the output topic's max.message.bytes (recordLimit). It
 // counts the bytes KafkaMessages would make (recordSize) without making the
 // records, and encodes a row to JSON only when a bound on its size does not
 // already show that it fits.
@@ -120,6 +121,7 @@ func (k *Kafka) CheckRows(b *Batch) []*RowError {
 	if original && len(b.Sources) < len(b.Rows) {
 		return nil // Write reports it; it is no row's fault
 	}
+	limit, what := k.recordLimit()
 	headers := len(HeaderSourceTopic) + len(b.Topic) + len(HeaderSourcePartition) + len(strconv.Itoa(b.Partition)) + len(HeaderSourceOffset)
 	var out []*RowError
 	var buf []byte
@@ -131,7 +133,7 @@ func (k *Kafka) CheckRows(b *Batch) []*RowError {
 		switch {
 		case original:
 			n += len(b.Sources[i].Value)
-		case int64(n+rowJSONBound(b.Schema, r)) <= cfg.BatchBytes:
+		case int64(n+rowJSONBound(b.Schema, r)) <= limit:
 			continue // fits however it encodes: no need to encode it twice
 		default:
 			var err error
@@ -141,9 +143,9 @@ func (k *Kafka) CheckRows(b *Batch) []*RowError {
 			}
 			n += len(buf)
 		}
-		if int64(n) > cfg.BatchBytes {
+		if int64(n) > limit {
 			out = append(out, &RowError{Topic: b.Topic, Partition: b.Partition, Index: i, Offset: sourceOffset(b, i),
-				Err: fmt.Errorf("kafka: a record of %d bytes is over sinks.kafka.batch_bytes (%d)", n, cfg.BatchBytes)})
+				Err: fmt.Errorf("kafka: a record of %d bytes is over %s (%d)", n, what, limit)})
 		}
 	}
 	return out

@@ -121,7 +121,7 @@ func (w *Worker) commitNext(ctx context.Context, b *openBatch, last int64) error
 	if w.EOS == nil {
 		return w.commitRetrying(ctx, last+1, "")
 	}
-	if len(b.rows) == 0 && (len(b.dead) == 0 || w.EOS.Dead == nil) {
+	if len(b.rows) == 0 && b.held == nil && (len(b.dead) == 0 || w.EOS.Dead == nil) {
 		// Nothing for Kafka (every record filtered out): a plain commit.
 		if err := w.snapshotAfterTxn(ctx, b, last); err != nil {
 			return err
@@ -253,7 +253,7 @@ func (w *Worker) transactOnce(ctx context.Context, b *openBatch, last int64, mem
 		if !b.txn.InCycle() {
 			rows, sources, letters := w.notInKafka(b)
 			batch := &sink.Batch{Topic: w.Topic, Partition: w.Partition, First: b.first, Last: last, Schema: w.Decoder.Schema(),
-				Rows: rows, Sources: sources, Prefix: w.Prefix, ValidText: true, TopicID: w.TopicID}
+				Rows: rows, Sources: sources, Prefix: w.Prefix, ValidText: true, TopicID: w.TopicID, Held: b.held}
 			var also func(context.Context) error
 			if w.EOS.Dead != nil && len(letters) > 0 {
 				dead := &deadBatch{Topic: w.Topic, Partition: w.Partition, First: b.first, Last: last, Prefix: w.Prefix, Letters: letters}
@@ -350,3 +350,12 @@ func (o *KafkaOwn) Position() *position {
 // waitingForCycle is logged when a stopping partition waits for the
 // member's cycle that holds its batch to tell the batch's outcome.
 const waitingForCycle = "the partition stopped while the member's cycle holds its batch; waiting for the cycle's outcome"
+
+// kafkaFrom is where the exactly-once Kafka output stages from: it holds
+// the partition's records before InKafka already. 0 with at least once.
+func (w *Worker) kafkaFrom() int64 {
+	if w.EOS == nil {
+		return 0
+	}
+	return w.InKafka
+}

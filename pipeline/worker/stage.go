@@ -35,12 +35,9 @@ func (w *Worker) holdChunk() int64 {
 
 // stagers returns the open batch's sinks (those of its layout) as
 // Stagers, or nil unless every sink is one (then rows must stay until the
-// cut). With exactly_once none stages: the Kafka rows wait for the
-// batch's transaction.
+// cut). With exactly_once the Kafka output stages too: it holds the rows'
+// records for the batch's transaction (sink.KafkaHeld).
 func (w *Worker) stagers() ([]sink.Sink, []sink.Stager, error) {
-	if w.EOS != nil {
-		return nil, nil, nil
-	}
 	sinks, _, err := w.withLayout(w.batchLayout())
 	if err != nil || len(sinks) == 0 {
 		return nil, nil, err
@@ -85,7 +82,7 @@ func (w *Worker) stage(ctx context.Context) (bool, error) {
 	}
 	if len(b.rows) > 0 {
 		batch := &sink.Batch{Topic: w.Topic, Partition: w.Partition, First: b.first, Schema: w.Decoder.Schema(),
-			Rows: b.rows, Sources: b.sources, Staged: b.staged, Prefix: w.Prefix, ValidText: true}
+			Rows: b.rows, Sources: b.sources, Staged: b.staged, Prefix: w.Prefix, ValidText: true, KafkaFrom: w.kafkaFrom()}
 		if err := w.checkRows(sinks, batch); err != nil {
 			return true, err
 		}

@@ -78,7 +78,10 @@ type openBatch struct {
 	phase       phase // where it is in its life (phase.go)
 	// txn: exactly_once: its part in the member's transaction, kept while
 	// a cycle holds it and its outcome is not known (sink.TxnPart.InCycle).
-	txn          *sink.TxnPart
+	txn *sink.TxnPart
+	// held: exactly_once: the records the Kafka output staged of it,
+	// taken at its cut for its transaction (sink.Kafka.TakeHeld).
+	held         *sink.KafkaHeld
 	last         int64     // where it was cut, once delivered
 	snapshotFrom time.Time // phaseFilesOnly: since when its data files are written
 	// full: a sink said the batch reached its target size: a cue to cut
@@ -633,9 +636,29 @@ func (w *Worker) deliver(ctx context.Context, last int64, split bool) error {
 	// gone once its files are stored).
 	for i := b.wroteBy; i < len(sinks) && (len(batch.Rows) > 0 || b.staged > 0); i++ {
 		s := sinks[i]
-		if w.inTxn(s) || w.afterTxn(s) {
-			// Its rows go in the transaction with next, or (the table
-			// beside exactly-once Kafka) in a snapshot after it: commitNext.
+		if w.inTxn(s) {
+			// Its rows go in the transaction with next (commitNext): the
+			// batch takes what the sink staged of them.
+			if k, ok := s.(*sink.Kafka); ok {
+				if h := k.TakeHeld(w.Topic, w.Partition, w.Prefix); h != nil {
+					b.held = h
+					b.sinkBytes -= h.Bytes() // b.bytes keeps them until the batch is committed
+				}
+			}
+			b.wroteBy = i + 1
+			continue
+		}
+		if w.afterTxn(s) {
+			// The table beside exactly-once Kafka: its snapshot comes
+			// after the transaction (commitNext), its data files now, so
+			// the partition may stage its next batch meanwhile.
+			if t, ok := s.(sink.TableSink); ok {
+				kind, start := SinkKind(s), time.Now()
+				if err := w.retrySink(ctx, "writing a batch's data files", kind, func() error { _, err := t.WriteFiles(ctx, batch); return err }); err != nil {
+					return err
+				}
+				w.timeFlush(kind, start)
+			}
 			b.wroteBy = i + 1
 			continue
 		}
