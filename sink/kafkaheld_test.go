@@ -63,6 +63,13 @@ func TestHeldRecordsGoInTheTransactionAsStaged(t *testing.T) {
 		t.Errorf("HeldBytes %d after two stages, want their records' bytes", n)
 	}
 	held := k.TakeHeld(b.Topic, b.Partition, "")
+	var records int64
+	for i := 5; i < 40; i++ {
+		records += recordSize(&want[i])
+	}
+	if held.Bytes() >= records/2 {
+		t.Errorf("the held chunks take %d bytes for records of %d: want them compressed", held.Bytes(), records)
+	}
 	if held.Rows() != 35 || k.HeldBytes(b.Topic, b.Partition, "") != 0 {
 		t.Fatalf("took %d held rows (want 35), %d bytes left held (want 0)", held.Rows(), k.HeldBytes(b.Topic, b.Partition, ""))
 	}
