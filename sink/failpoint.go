@@ -84,9 +84,34 @@ func StopAt(ctx context.Context, name string, n int, stop func()) context.Contex
 // used up, and kills the process if LOGSTORE_FAILPOINT names this point
 // and its count is used up.
 func Failpoint(ctx context.Context, name string) {
+	passStopPoint(ctx, name)
+	processFailpoint(name)
+}
+
+// passStopPoint calls the stop of ctx's StopAt point name when its count
+// is used up.
+func passStopPoint(ctx context.Context, name string) {
 	if p, _ := ctx.Value(stopPointKey{}).(*stopPoint); p != nil && p.name == name && p.left.Add(-1) == 0 {
 		p.stop()
 	}
+}
+
+// cycleFailpoint is Failpoint in the member's cycle, which runs with a
+// context of its own: the process's point is passed once per cycle, and
+// each part's StopAt point with the context its writer handed it over
+// with.
+func cycleFailpoint(ctx context.Context, writers []context.Context, name string) {
+	for _, w := range writers {
+		if w != nil {
+			passStopPoint(w, name)
+		}
+	}
+	processFailpoint(name)
+}
+
+// processFailpoint kills the process if LOGSTORE_FAILPOINT names point
+// name and its count is used up.
+func processFailpoint(name string) {
 	if failpoint.name != name {
 		return
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/logstore/logstore/internal/clock"
 	"github.com/logstore/logstore/internal/confkey"
 	"github.com/logstore/logstore/internal/kafka/producer"
+	"github.com/logstore/logstore/sink/cycle"
 )
 
 // The headers every produced record carries, naming the input record it
@@ -42,8 +43,8 @@ type Kafka struct {
 	p       *producer.Producer
 	cfg     *KafkaOutputConfig
 	brokers []string
-	txn     sync.Mutex // one transaction at a time: the producer has one open
-	cycle   *txnCycle  // exactly_once: the member's transactions
+	txn     sync.Mutex             // one transaction at a time: the producer has one open
+	cycle   *cycle.Owner[*TxnPart] // exactly_once: the member's transactions
 
 	// at_least_once: the rows each open batch (stageKey, files.go)
 	// staged, produced and not yet known to be written; Write waits for
@@ -142,7 +143,9 @@ func newKafka(cfg *KafkaOutputConfig, brokers []string, deps KafkaDeps) (*Kafka,
 		return nil, err
 	}
 	log.Info("kafka sink", "topic", cfg.Topic, "partitioner", part.String(), "rack", deps.Rack, "delivery", cfg.Delivery, "transactional_id", txnID)
-	return &Kafka{p: p, cfg: cfg, brokers: brokers, cycle: newTxnCycle(deps.CommitInterval), staged: make(map[stageKey]*stagedRows), held: make(map[stageKey]*KafkaHeld), log: log}, nil
+	k := &Kafka{p: p, cfg: cfg, brokers: brokers, staged: make(map[stageKey]*stagedRows), held: make(map[stageKey]*KafkaHeld), log: log}
+	k.cycle = newTxnCycle(k, deps.CommitInterval)
+	return k, nil
 }
 
 // partitioner is where keyless rows go: as sinks.kafka.partitioner says,
@@ -430,8 +433,11 @@ func (k *Kafka) Discard(topic string, partition int, prefix string) {
 	k.mu.Unlock()
 }
 
-// Close stops the producer.
-func (k *Kafka) Close() error { return k.p.Close() }
+// Close ends the member's cycle and stops the producer.
+func (k *Kafka) Close() error {
+	k.cycle.Close()
+	return k.p.Close()
+}
 
 // kafkaRecords turns a batch into the records Write produces: key from the
 // key column, value per `value`, and the source headers.

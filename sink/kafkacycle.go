@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/logstore/logstore/internal/kafka/producer"
+	"github.com/logstore/logstore/sink/cycle"
 )
 
 // TxnPart is one partition's batch in the member's next transaction: its
@@ -21,20 +21,17 @@ type TxnPart struct {
 	Member *producer.GroupMember
 	Offset producer.Offset
 
-	done  chan error
-	taken bool // in a cycle; the cycle's mu guards it
-	// waiting: handed to the cycle, its outcome not yet returned by
-	// Transact; the caller's (Transact is called by one goroutine at a
-	// time for a part).
-	waiting bool
+	// writer is the context Transact first had the part with: the
+	// cycle passes its failpoints (StopAt) with it.
+	writer context.Context
 }
 
 // InCycle says a cycle took part and its outcome is not known to the
 // caller yet (Transact answered producer.ErrTxnOutcomeUnknown when the
 // caller's context ended): Transact with the same part waits for that
-// outcome, which only the cycle holding it can tell — the brokers cannot
+// outcome, which only the member's cycle can tell — the brokers cannot
 // see a transaction that has not sent its offsets yet.
-func (p *TxnPart) InCycle() bool { return p != nil && p.waiting }
+func (k *Kafka) InCycle(part *TxnPart) bool { return part != nil && k.cycle.InCycle(part) }
 
 // ErrCycleAborted is a part whose transaction was aborted for another
 // part's failure (a row the brokers refused): it is written again in the
@@ -46,100 +43,24 @@ var ErrCycleAborted = errors.New("kafka: the member's transaction was aborted fo
 // more rows than the memory budget would let the partitions read.
 const cycleRows = 200_000
 
-// txnCycle gathers the member's partitions' batches into one transaction
-// per cycle (KIP-447's one producer per member, as Kafka Streams' EOS v2
-// commits every task of a thread together): one of the waiting writers
-// becomes the leader, waits commit_interval (or until cycleRows wait),
-// and writes every waiting part of the same member generation in one
-// transaction with one TxnOffsetCommit of all their next offsets. A
-// transaction costs the same few round trips whatever it holds, so a
-// member pays them once per cycle, not once per partition's batch.
-type txnCycle struct {
-	interval time.Duration
-	leader   chan struct{} // holds a token while a cycle runs
-	full     chan struct{} // wakes a waiting leader: cycleRows wait
-
-	mu    sync.Mutex
-	queue []*TxnPart
-	rows  int
-
-	cycles atomic.Int64
-}
-
-func newTxnCycle(interval time.Duration) *txnCycle {
-	return &txnCycle{interval: interval, leader: make(chan struct{}, 1), full: make(chan struct{}, 1)}
-}
-
-func (c *txnCycle) add(p *TxnPart) {
-	c.mu.Lock()
-	c.queue = append(c.queue, p)
-	c.rows += len(p.Batch.Rows) + p.Batch.Held.Rows()
-	full := c.rows >= cycleRows
-	c.mu.Unlock()
-	if full {
-		select {
-		case c.full <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// remove takes p out of the queue unless a cycle took it already.
-func (c *txnCycle) remove(p *TxnPart) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if p.taken {
-		return false
-	}
-	for i, q := range c.queue {
-		if q == p {
-			c.queue = append(c.queue[:i], c.queue[i+1:]...)
-			c.rows -= len(p.Batch.Rows) + p.Batch.Held.Rows()
-			return true
-		}
-	}
-	return false
-}
-
-// take returns the waiting parts of the first one's member generation.
-func (c *txnCycle) take() []*TxnPart {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.queue) == 0 {
-		return nil
-	}
-	first := c.queue[0].Member
-	var group, rest []*TxnPart
-	for _, p := range c.queue {
-		if sameMember(p.Member, first) {
-			p.taken = true
-			c.rows -= len(p.Batch.Rows) + p.Batch.Held.Rows()
-			group = append(group, p)
-		} else {
-			rest = append(rest, p)
-		}
-	}
-	c.queue = rest
-	return group
+// newTxnCycle is the member's commit cycle for the exactly-once output
+// (package cycle): its owner waits commit_interval after a part arrives
+// (or until cycleRows wait) and writes every waiting part of the same
+// member generation in one transaction with one TxnOffsetCommit of all
+// their next offsets (KIP-447's one producer per member, as Kafka Streams'
+// EOS v2 commits every task of a thread together).
+func newTxnCycle(k *Kafka, interval time.Duration) *cycle.Owner[*TxnPart] {
+	return cycle.New(cycle.Config[*TxnPart]{
+		Interval: interval,
+		Commit:   k.runCycle,
+		Together: func(first, p *TxnPart) bool { return sameMember(first.Member, p.Member) },
+		Weight:   func(p *TxnPart) int { return len(p.Batch.Rows) + p.Batch.Held.Rows() },
+		Enough:   cycleRows,
+	})
 }
 
 func sameMember(a, b *producer.GroupMember) bool {
 	return a == b || a != nil && b != nil && *a == *b
-}
-
-// wait is the leader's wait for more parts: commit_interval, or until
-// cycleRows wait.
-func (c *txnCycle) wait(ctx context.Context) {
-	if c.interval <= 0 {
-		return
-	}
-	t := time.NewTimer(c.interval)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-c.full:
-	case <-ctx.Done():
-	}
 }
 
 // Transact writes part in the member's next transaction and returns its
@@ -150,51 +71,27 @@ func (c *txnCycle) wait(ctx context.Context) {
 // again); producer.ErrGroupFenced, producer.ErrProducerFenced as they
 // come. A part whose ctx ends while its cycle runs gets an error wrapping
 // producer.ErrTxnOutcomeUnknown: the cycle may still commit it, and
-// part.InCycle says so; Transact with the same part then waits for that
+// InCycle says so; Transact with the same part then waits for that
 // cycle's outcome instead of writing the part again.
 func (k *Kafka) Transact(ctx context.Context, part *TxnPart) error {
-	if !part.waiting {
-		part.done, part.waiting = make(chan error, 1), true
-		k.cycle.add(part)
+	if part.writer == nil {
+		part.writer = ctx
 	}
-	for {
-		// Its outcome first: select picks at random among ready cases, and
-		// the leader, its cycle committed, finds the turn free as well;
-		// taking it would wait commit_interval for nothing.
-		select {
-		case err := <-part.done:
-			part.waiting = false
-			return err
-		default:
-		}
-		select {
-		case err := <-part.done:
-			part.waiting = false
-			return err
-		case <-ctx.Done():
-			if k.cycle.remove(part) {
-				part.waiting = false
-				return ctx.Err()
-			}
-			return fmt.Errorf("kafka: %w: the partition stopped while its transaction was being written: %w", producer.ErrTxnOutcomeUnknown, ctx.Err())
-		case k.cycle.leader <- struct{}{}:
-			k.cycle.wait(ctx)
-			if group := k.cycle.take(); len(group) > 0 {
-				k.runCycle(ctx, group)
-			}
-			<-k.cycle.leader
-		}
+	err := k.cycle.Submit(ctx, part)
+	if errors.Is(err, cycle.ErrTaken) {
+		return fmt.Errorf("kafka: %w: the partition stopped while its transaction was being written: %w", producer.ErrTxnOutcomeUnknown, err)
 	}
+	return err
 }
 
 // TxnCycles is how many transactions the member began: one per cycle.
-func (k *Kafka) TxnCycles() int64 { return k.cycle.cycles.Load() }
+func (k *Kafka) TxnCycles() int64 { return k.cycle.Cycles() }
 
-// runCycle writes group in one transaction and tells every part.
-func (k *Kafka) runCycle(ctx context.Context, group []*TxnPart) {
+// runCycle writes group in one transaction and returns each part's
+// outcome.
+func (k *Kafka) runCycle(ctx context.Context, group []*TxnPart) []error {
 	k.txn.Lock()
 	defer k.txn.Unlock()
-	k.cycle.cycles.Add(1)
 	errs := make([]error, len(group))
 	err := k.p.BeginTxn(ctx)
 	if err != nil {
@@ -203,11 +100,10 @@ func (k *Kafka) runCycle(ctx context.Context, group []*TxnPart) {
 		err = k.inCycle(ctx, group, errs)
 	}
 	if err == nil {
-		Failpoint(ctx, FailTxnEnding)
+		cycleFailpoint(ctx, writers(group), FailTxnEnding)
 		if err = k.p.CommitTxn(ctx); err == nil {
-			Failpoint(ctx, FailTxnCommitted)
-			finish(group, nil)
-			return
+			cycleFailpoint(ctx, writers(group), FailTxnCommitted)
+			return make([]error, len(group))
 		}
 		err = fmt.Errorf("kafka: committing the member's transaction of %d batches: %w", len(group), err)
 	}
@@ -218,30 +114,23 @@ func (k *Kafka) runCycle(ctx context.Context, group []*TxnPart) {
 	case errors.Is(aerr, producer.ErrTxnCommitted):
 		// The commit whose answer was lost went through: the batches are
 		// in the output, and writing them again would write them twice.
-		finish(group, nil)
-		return
+		return make([]error, len(group))
 	case aerr != nil:
 		err = errors.Join(err, fmt.Errorf("kafka: aborting it: %w", aerr))
 	case errors.Is(err, producer.ErrTxnOutcomeUnknown):
 		// The abort aborted: the commit never reached the coordinator.
 		err = fmt.Errorf("kafka: the member's transaction was aborted (its commit went unanswered: %v)", err)
 	}
-	for i, p := range group {
+	for i := range group {
 		switch {
 		case errs[i] != nil:
-			p.done <- errs[i]
 		case errors.Is(err, ErrCycleAborted):
-			p.done <- ErrCycleAborted
+			errs[i] = ErrCycleAborted
 		default:
-			p.done <- err
+			errs[i] = err
 		}
 	}
-}
-
-func finish(group []*TxnPart, err error) {
-	for _, p := range group {
-		p.done <- err
-	}
+	return errs
 }
 
 // inCycle produces every part's rows (at once: each Produce waits for its
@@ -273,7 +162,7 @@ func (k *Kafka) inCycle(ctx context.Context, group []*TxnPart, errs []error) err
 		}
 	}
 	wg.Wait()
-	Failpoint(ctx, FailInTxn)
+	cycleFailpoint(ctx, writers(group), FailInTxn)
 	for i, p := range group {
 		if errs[i] == nil && p.Also != nil {
 			errs[i] = p.Also(ctx)
@@ -291,4 +180,13 @@ func (k *Kafka) inCycle(ctx context.Context, group []*TxnPart, errs []error) err
 		return posErr
 	}
 	return k.p.SendOffsets(ctx, *member, offsets)
+}
+
+// writers is the contexts group's parts were handed over with.
+func writers(group []*TxnPart) []context.Context {
+	out := make([]context.Context, len(group))
+	for i, p := range group {
+		out[i] = p.writer
+	}
+	return out
 }

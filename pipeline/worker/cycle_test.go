@@ -42,10 +42,11 @@ func (h signalLog) WithAttrs(as []slog.Attr) slog.Handler {
 
 // TestStoppedPartitionsBatchInAnotherPartitionsCycleIsCommittedOnce
 // (issue 45, defect 1): two partitions of a member, exactly_once, their
-// batches in one transaction of the member's cycle, which one of them
-// leads. The other partition stops (a revoke, a handover, KIP-848
-// revoking it while the member keeps its epoch) after the cycle took its
-// batch and before the cycle's TxnOffsetCommit. Its worker must learn the
+// batches in one transaction of the member's cycle (which one of them led
+// before the cycle had an owner of its own). One partition stops (a
+// revoke, a handover, KIP-848 revoking it while the member keeps its
+// epoch) after the cycle took its batch and before the cycle's
+// TxnOffsetCommit. Its worker must learn the
 // batch's outcome from the cycle that holds it: the brokers (the group's
 // offset, read with require_stable) cannot see a transaction that has not
 // sent its offsets yet, and taking their answer for "not committed" wrote
@@ -95,8 +96,9 @@ func TestStoppedPartitionsBatchInAnotherPartitionsCycleIsCommittedOnce(t *testin
 	waiting := make(chan struct{})
 	log := slog.New(signalLog{Handler: slog.NewTextHandler(io.Discard, nil), want: waitingForCycle, once: new(sync.Once), seen: waiting})
 
-	// Which partition leads the cycle: the point inside the transaction
-	// is passed with the leader's context only.
+	// The point inside the transaction is passed with each part's
+	// writer's context; the first to pass it names the partition that
+	// reads on, and the other stops.
 	led := make(chan int, 2)
 	stops := make([]context.CancelFunc, 2)
 	ends := make([]chan error, 2)

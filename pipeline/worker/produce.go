@@ -156,7 +156,7 @@ func (w *Worker) commitNext(ctx context.Context, b *openBatch, last int64) error
 func (w *Worker) transact(ctx context.Context, b *openBatch, last int64) error {
 	for {
 		member, changed, owned := w.txnMember()
-		if b.txn.InCycle() {
+		if w.EOS.Kafka.InCycle(b.txn) {
 			// The cycle that took it tells its outcome; the brokers cannot
 			// before it sent its offsets (issue 45).
 			w.Log.Info(waitingForCycle, "first", b.first, "last", last)
@@ -177,7 +177,7 @@ func (w *Worker) transact(ctx context.Context, b *openBatch, last int64) error {
 			return nil
 		case errors.Is(err, producer.ErrTxnOutcomeUnknown):
 			b.phase = phaseUnsure
-			if b.txn.InCycle() {
+			if w.EOS.Kafka.InCycle(b.txn) {
 				break // the stop waits for the cycle that holds it
 			}
 			w.Log.Warn("the outcome of the batch's transaction is unknown (its commit went unanswered); the group's offset will tell before it is written again",
@@ -250,7 +250,7 @@ func (w *Worker) txnMember() (*producer.GroupMember, <-chan struct{}, func() boo
 // without them (same names), and the transaction is tried again.
 func (w *Worker) transactOnce(ctx context.Context, b *openBatch, last int64, member *producer.GroupMember) error {
 	for {
-		if !b.txn.InCycle() {
+		if !w.EOS.Kafka.InCycle(b.txn) {
 			rows, sources, letters := w.notInKafka(b)
 			batch := &sink.Batch{Topic: w.Topic, Partition: w.Partition, First: b.first, Last: last, Schema: w.Decoder.Schema(),
 				Rows: rows, Sources: sources, Prefix: w.Prefix, ValidText: true, TopicID: w.TopicID, Held: b.held}

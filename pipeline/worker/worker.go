@@ -77,7 +77,7 @@ type openBatch struct {
 	deadBy      int   // how many dead-letter writers already wrote its dead letters
 	phase       phase // where it is in its life (phase.go)
 	// txn: exactly_once: its part in the member's transaction, kept while
-	// a cycle holds it and its outcome is not known (sink.TxnPart.InCycle).
+	// a cycle holds it and its outcome is not known (sink.Kafka.InCycle).
 	txn *sink.TxnPart
 	// held: exactly_once: the records the Kafka output staged of it,
 	// taken at its cut for its transaction (sink.Kafka.TakeHeld).

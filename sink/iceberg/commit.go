@@ -2,8 +2,8 @@ package iceberg
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/logstore/logstore/sink"
+	"github.com/logstore/logstore/sink/cycle"
 )
 
 // commitAttempts bounds the tries of one commit against other writers'
@@ -36,60 +37,36 @@ func refOf(b *sink.Batch) batchRef {
 type pendingCommit struct {
 	batch batchRef
 	files []iceberg.DataFile
-	done  chan error // its outcome; buffered
 }
 
 // commit waits until p's batch is in the table. The member's partitions
-// commit together (a group commit): one of the waiting writers becomes the
-// leader, waits sinks.iceberg.commit_interval for more, and commits every
-// batch then waiting in one snapshot; the others wait for its outcome.
-// So a member makes a snapshot per commit, not per partition's batch, and
-// its partitions never race each other for the branch head.
+// commit together: the member's cycle (package cycle) waits
+// sinks.commit_interval after a batch arrives and commits every batch
+// then waiting in one snapshot. So a member makes a snapshot per commit,
+// not per partition's batch, and its partitions never race each other for
+// the branch head. A writer whose ctx ends while its batch is in a cycle
+// lets it go: a retry reads the table, which tells whether it holds the
+// batch.
 func (t *Table) commit(ctx context.Context, p *pendingCommit) error {
 	if len(p.files) == 0 {
 		return nil // every row went to the dead letters
 	}
-	t.queueMu.Lock()
-	t.queue = append(t.queue, p)
-	t.queueMu.Unlock()
-	for {
-		// Its outcome first: select picks at random among ready cases, and
-		// the leader, its group committed, finds the turn free as well;
-		// taking it would sleep commit_interval for nothing.
-		select {
-		case err := <-p.done:
-			return err
-		default:
-		}
-		select {
-		case err := <-p.done:
-			return err
-		case <-ctx.Done():
-			t.queueMu.Lock()
-			t.queue = slices.DeleteFunc(t.queue, func(q *pendingCommit) bool { return q == p })
-			t.queueMu.Unlock()
-			return ctx.Err() // a retry finds the table holds the batch, or commits it
-		case t.leader <- struct{}{}:
-			if t.interval > 0 {
-				_ = sleep(ctx, t.interval)
-			}
-			t.queueMu.Lock()
-			group := t.queue
-			t.queue = nil
-			t.queueMu.Unlock()
-			t.commitGroup(ctx, group)
-			<-t.leader
-		}
+	err := t.cycle.Submit(ctx, p)
+	if errors.Is(err, cycle.ErrTaken) {
+		t.cycle.Abandon(p)
+		return ctx.Err()
 	}
+	return err
 }
 
 // commitGroup appends the group's files in one snapshot whose summary
-// records, per batch, its partition's first..last, and tells each
-// batch's writer the outcome. Each try reads the table afresh: a batch it
-// holds now (a commit whose answer was lost, another member's, a
-// zombie's) is not added again.
-func (t *Table) commitGroup(ctx context.Context, group []*pendingCommit) {
-	finish := func(p *pendingCommit, err error) { p.done <- err }
+// records, per batch, its partition's first..last, and returns each
+// batch's outcome. Each try reads the table afresh: a batch it holds now
+// (a commit whose answer was lost, another member's, a zombie's) is not
+// added again.
+func (t *Table) commitGroup(ctx context.Context, all []*pendingCommit) []error {
+	outcome := make(map[*pendingCommit]error, len(all))
+	group := all
 	var err error
 	for attempt := 1; attempt <= commitAttempts && len(group) > 0; attempt++ {
 		if attempt > 1 {
@@ -104,16 +81,14 @@ func (t *Table) commitGroup(ctx context.Context, group []*pendingCommit) {
 			err = fmt.Errorf("iceberg: loading table %s: %w", t.name, err)
 			break
 		}
-		group = t.dropHeld(tbl, group)
+		group = t.dropHeld(tbl, group, outcome)
 		if len(group) == 0 {
-			return
+			break
 		}
 		if err = t.tryCommit(ctx, tbl, group); err == nil {
 			t.maybeUpkeep(tbl, group)
-			for _, p := range group {
-				finish(p, nil)
-			}
-			return
+			group = nil
+			break
 		}
 		if ctx.Err() != nil {
 			err = ctx.Err()
@@ -122,23 +97,28 @@ func (t *Table) commitGroup(ctx context.Context, group []*pendingCommit) {
 		err = fmt.Errorf("iceberg: committing %d batches to table %s: %w", len(group), t.name, err)
 	}
 	for _, p := range group {
-		finish(p, err)
+		outcome[p] = err
 	}
+	errs := make([]error, len(all))
+	for i, p := range all {
+		errs[i] = outcome[p]
+	}
+	return errs
 }
 
-// dropHeld answers the batches tbl holds already (or cannot take) and
-// returns the rest.
-func (t *Table) dropHeld(tbl *table.Table, group []*pendingCommit) []*pendingCommit {
+// dropHeld notes the outcome of the batches tbl holds already (or cannot
+// take) and returns the rest.
+func (t *Table) dropHeld(tbl *table.Table, group []*pendingCommit, outcome map[*pendingCommit]error) []*pendingCommit {
 	live := group[:0:0]
 	for _, p := range group {
 		held, err := t.holds(tbl, p.batch)
 		switch {
 		case err != nil:
-			p.done <- err
+			outcome[p] = err
 		case held:
 			t.log.Info("iceberg: the table holds this batch already (an earlier try or another member committed it); not committing it again",
 				"topic", p.batch.Topic, "partition", p.batch.Partition, "first", p.batch.First, "last", p.batch.Last)
-			p.done <- nil
+			outcome[p] = nil
 		default:
 			live = append(live, p)
 		}

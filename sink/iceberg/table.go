@@ -30,6 +30,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/logstore/logstore/sink"
+	"github.com/logstore/logstore/sink/cycle"
 )
 
 // Table is the sink. It stages rows as the files sink does (it is one),
@@ -48,10 +49,9 @@ type Table struct {
 
 	// The member's batches waiting for a commit, and who commits them
 	// (commit.go).
-	interval time.Duration
-	queueMu  sync.Mutex
-	queue    []*pendingCommit
-	leader   chan struct{}
+	// cycle is the member's snapshots: one per commit_interval with
+	// every batch then waiting (commit.go).
+	cycle *cycle.Owner[*pendingCommit]
 	retries  atomic.Int64 // commit tries after the first (another writer's commit came between)
 
 	// The table's upkeep (upkeep.go): at most one of this member's at a
@@ -101,11 +101,12 @@ func New(ctx context.Context, cfg *sink.IcebergConfig, schema *sink.Schema, log 
 		return nil, fmt.Errorf("iceberg: table %s: its data folder: %w", cfg.Table, err)
 	}
 	t := &Table{name: cfg.Table, ident: Ident(cfg.Table), cat: cat, files: files, log: log.With("table", cfg.Table),
-		schemas: map[*sink.Schema]*sink.Schema{}, stored: map[batchKey]*storedBatch{}, interval: cfg.CommitInterval, leader: make(chan struct{}, 1),
+		schemas: map[*sink.Schema]*sink.Schema{}, stored: map[batchKey]*storedBatch{},
 		upkeep: cfg.Upkeep, sortOrder: fileSortOrder(tbl)}
 	if cfg.Upkeep.Interval != nil {
 		t.upkeepEvery = *cfg.Upkeep.Interval
 	}
+	t.cycle = cycle.New(cycle.Config[*pendingCommit]{Interval: cfg.CommitInterval, Commit: t.commitGroup})
 	t.upkeepCtx, t.upkeepCancel = context.WithCancel(context.Background())
 	return t, nil
 }
@@ -301,7 +302,7 @@ func (t *Table) Write(ctx context.Context, b *sink.Batch) error {
 	t.mu.Lock()
 	st := t.stored[k]
 	t.mu.Unlock()
-	if err := t.commit(ctx, &pendingCommit{batch: refOf(b), files: st.files, done: make(chan error, 1)}); err != nil {
+	if err := t.commit(ctx, &pendingCommit{batch: refOf(b), files: st.files}); err != nil {
 		return err
 	}
 	t.mu.Lock()
@@ -440,6 +441,7 @@ func refusePrefix(b *sink.Batch) error {
 // Close drops staged batches (committed ones are in the table) and stops
 // an upkeep under way (the next one finishes it).
 func (t *Table) Close() error {
+	t.cycle.Close()
 	t.upkeepCancel()
 	t.upkeepWG.Wait()
 	err := t.files.Close()

@@ -479,25 +479,3 @@ func TestMemberCommitsItsPartitionsTogether(t *testing.T) {
 	}
 }
 
-// TestCommittedWriterReturnsAtOnce: a writer whose batch is in the table
-// (its outcome is waiting for it) returns, and does not first take the
-// leader's turn, which sleeps commit_interval. The leader itself comes
-// back to that choice after every group it commits, and Go's select took
-// the free turn half the time: an interval more, and another with half
-// that chance (the many-writers lab's p99 commit of 50-60 s at 10s).
-func TestCommittedWriterReturnsAtOnce(t *testing.T) {
-	cfg := testConfig(t, t.TempDir())
-	cfg.CommitInterval = time.Hour
-	tb := openTestTable(t, cfg)
-	for try := range 20 {
-		p := &pendingCommit{batch: refOf(testBatch(0, 0, 9)), files: make([]iceberg.DataFile, 1), done: make(chan error, 2)}
-		p.done <- nil
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		err := tb.commit(ctx, p)
-		slept := ctx.Err()
-		cancel()
-		if err != nil || slept != nil {
-			t.Fatalf("try %d: the committed writer returned %v, its context %v: it took the leader's turn and slept commit_interval", try, err, slept)
-		}
-	}
-}
