@@ -47,12 +47,10 @@ type Table struct {
 	// in (sinks.iceberg.sort_by); nil: unsorted.
 	sortOrder *int
 
-	// The member's batches waiting for a commit, and who commits them
-	// (commit.go).
 	// cycle is the member's snapshots: one per commit_interval with
 	// every batch then waiting (commit.go).
-	cycle *cycle.Owner[*pendingCommit]
-	retries  atomic.Int64 // commit tries after the first (another writer's commit came between)
+	cycle   *cycle.Owner[*pendingCommit]
+	retries atomic.Int64 // commit tries after the first (another writer's commit came between)
 
 	// The table's upkeep (upkeep.go): at most one of this member's at a
 	// time, stopped by Close.

@@ -478,4 +478,3 @@ func TestMemberCommitsItsPartitionsTogether(t *testing.T) {
 		t.Errorf("positions %s", pos)
 	}
 }
-
