@@ -59,7 +59,10 @@ type Kafka struct {
 	// Preflight; 0 when unknown. A record over it less its framing is
 	// refused before any output has its row (CheckRows).
 	topicMax atomic.Int64
-	log      *slog.Logger
+	// jsonPerRow is a little over the JSON bytes of a row the last
+	// encoding made: the next one's buffer.
+	jsonPerRow atomic.Int64
+	log        *slog.Logger
 }
 
 // stagedRows is what an open batch staged and the brokers have not all
@@ -195,7 +198,7 @@ func (k *Kafka) Write(ctx context.Context, b *Batch) error {
 }
 
 func (k *Kafka) produce(ctx context.Context, b *Batch) error {
-	recs, err := kafkaRecords(k.cfg, b)
+	recs, err := k.records(b)
 	if err != nil {
 		return err
 	}
@@ -264,7 +267,7 @@ func (k *Kafka) Stage(ctx context.Context, b *Batch) (full bool, err error) {
 	if err := k.waitStaged(ctx, key, k.stagedInFlight()); err != nil {
 		return false, err
 	}
-	recs, err := kafkaRecords(k.cfg, b)
+	recs, err := k.records(b)
 	if err != nil {
 		return false, err
 	}
@@ -439,9 +442,33 @@ func (k *Kafka) Close() error {
 	return k.p.Close()
 }
 
+// records is kafkaRecords with its JSON buffer sized from the rows this
+// output encoded before, so it is made once, not grown (a log line's JSON
+// is over the first guess of 256 bytes).
+func (k *Kafka) records(b *Batch) ([]producer.Record, error) {
+	recs, err := kafkaRecordsSized(k.cfg, b, int(k.jsonPerRow.Load()))
+	if err == nil && len(recs) > 0 && k.cfg.Value != "original" {
+		var n int
+		for i := range recs {
+			n += len(recs[i].Value)
+		}
+		k.jsonPerRow.Store(int64(n/len(recs) + n/len(recs)/8))
+	}
+	return recs, err
+}
+
 // kafkaRecords turns a batch into the records Write produces: key from the
 // key column, value per `value`, and the source headers.
 func kafkaRecords(cfg *KafkaOutputConfig, b *Batch) ([]producer.Record, error) {
+	return kafkaRecordsSized(cfg, b, 0)
+}
+
+// kafkaRecordsSized is kafkaRecords with perRow bytes of JSON buffer for
+// each row at first (0: 256).
+func kafkaRecordsSized(cfg *KafkaOutputConfig, b *Batch, perRow int) ([]producer.Record, error) {
+	if perRow <= 0 {
+		perRow = 256
+	}
 	keyCol := -1
 	if cfg.Key != "" {
 		if keyCol = b.Schema.Index(cfg.Key); keyCol < 0 {
@@ -463,8 +490,8 @@ func kafkaRecords(cfg *KafkaOutputConfig, b *Batch) ([]producer.Record, error) {
 	var enc *rowJSON
 	if !original {
 		enc = newRowJSON(b.Schema)
-		// About what the rows' JSON takes, so buf grows once or twice.
-		buf = make([]byte, 0, 256*len(b.Rows))
+		// About what the rows' JSON takes, so buf is made once.
+		buf = make([]byte, 0, perRow*len(b.Rows))
 	}
 	for i, r := range b.Rows {
 		m := &msgs[i]
