@@ -3,6 +3,7 @@ package iceberg
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -148,19 +149,56 @@ func promotable(from, to iceberg.Type) bool {
 	return false
 }
 
-// checkSpec compares an existing table's partition spec with partition_by.
-func checkSpec(name string, have *iceberg.Schema, spec iceberg.PartitionSpec, by []sink.TablePartition) error {
-	if spec.NumFields() != len(by) {
-		return fmt.Errorf("table %s is partitioned by %s, sinks.iceberg.partition_by has %d fields: make them the same", name, spec, len(by))
-	}
-	for i, p := range by {
-		f := spec.Field(i)
+// specChange is how an existing table's partition spec must change to be
+// partition_by: fields to remove (by name) and fields to add, at the end.
+// Iceberg evolves a spec for new files only: the files written before keep
+// theirs, and a reader plans each file by its own spec.
+type specChange struct {
+	remove []string
+	add    []sink.TablePartition
+}
+
+func (c specChange) empty() bool { return len(c.remove) == 0 && len(c.add) == 0 }
+
+// planSpec compares an existing table's partition spec with partition_by.
+// A field partition_by no longer has is removed and a new one added; the
+// fields kept stay in their places and the new ones come after them, so
+// partition_by must list them in that order (the files' folders follow
+// its order): when it does not, the error says which order evolves.
+func planSpec(name string, have *iceberg.Schema, spec iceberg.PartitionSpec, by []sink.TablePartition) (specChange, error) {
+	same := func(f iceberg.PartitionField, p sink.TablePartition) bool {
 		src, _ := have.FindFieldByID(f.SourceIDs[0])
-		if src.Name != p.Column || f.Transform.String() != transforms[p.Transform].String() {
-			return fmt.Errorf("table %s: partition field %d is %s(%s), sinks.iceberg.partition_by[%d] says %s(%s): make them the same", name, i, f.Transform, src.Name, i, p.Transform, p.Column)
+		return src.Name == p.Column && f.Transform.String() == transforms[p.Transform].String()
+	}
+	var c specChange
+	var kept []sink.TablePartition
+	for i := range spec.NumFields() {
+		f := spec.Field(i)
+		j := slices.IndexFunc(by, func(p sink.TablePartition) bool { return same(f, p) })
+		if j < 0 {
+			c.remove = append(c.remove, f.Name)
+			continue
+		}
+		kept = append(kept, by[j])
+	}
+	for _, p := range by {
+		if !slices.Contains(kept, p) {
+			c.add = append(c.add, p)
 		}
 	}
-	return nil
+	if want := append(slices.Clone(kept), c.add...); !slices.Equal(want, by) {
+		return c, fmt.Errorf("table %s is partitioned by %s; sinks.iceberg.partition_by lists the same fields in another order, which Iceberg cannot evolve to (a kept field keeps its place, new ones come last): list them as %s",
+			name, spec, partitionList(want))
+	}
+	return c, nil
+}
+
+func partitionList(by []sink.TablePartition) string {
+	out := make([]string, len(by))
+	for i, p := range by {
+		out[i] = fmt.Sprintf("{column: %s, transform: %s}", p.Column, p.Transform)
+	}
+	return "[" + strings.Join(out, ", ") + "]"
 }
 
 // inMicros is s with its timestamp columns in microseconds: Iceberg's

@@ -138,10 +138,12 @@ func Check(ctx context.Context, cfg *sink.IcebergConfig, schema *sink.Schema) er
 	if err != nil {
 		return fmt.Errorf("iceberg: loading table %s: %w", cfg.Table, err)
 	}
-	if err := checkSpec(cfg.Table, tbl.Schema(), tbl.Spec(), cfg.PartitionBy); err != nil {
+	if _, err := planEvolution(cfg.Table, tbl.Schema(), want); err != nil {
 		return &sink.TableConfigError{Err: err}
 	}
-	if _, err := planEvolution(cfg.Table, tbl.Schema(), want); err != nil {
+	// A partition column the schema's evolution adds is not in the table's
+	// schema yet: the spec is planned against the schema the job will have.
+	if _, err := planSpec(cfg.Table, want, tbl.Spec(), cfg.PartitionBy); err != nil {
 		return &sink.TableConfigError{Err: err}
 	}
 	return nil
@@ -178,13 +180,55 @@ func openTable(ctx context.Context, cat catalog.Catalog, cfg *sink.IcebergConfig
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: loading table %s: %w", cfg.Table, err)
 	}
-	if err := checkSpec(cfg.Table, tbl.Schema(), tbl.Spec(), cfg.PartitionBy); err != nil {
+	if _, err := planSpec(cfg.Table, want, tbl.Spec(), cfg.PartitionBy); err != nil {
 		return nil, &sink.TableConfigError{Err: err}
 	}
 	if tbl, err = evolve(ctx, cat, tbl, cfg.Table, want, log); err != nil {
 		return nil, err
 	}
+	if tbl, err = evolveSpec(ctx, cat, tbl, cfg.Table, cfg.PartitionBy, log); err != nil {
+		return nil, err
+	}
 	return syncSortOrder(ctx, cat, tbl, cfg.Table, cfg.SortBy, log)
+}
+
+// evolveSpec changes the table's partition spec to partition_by
+// (planSpec): the data files written from now on carry the new spec, the
+// ones before keep theirs (Iceberg's partition evolution; Spark's ALTER
+// TABLE ... ADD/DROP PARTITION FIELD). One commit that asserts the spec it
+// read, tried again against members doing the same at the same start.
+func evolveSpec(ctx context.Context, cat catalog.Catalog, tbl *table.Table, name string, by []sink.TablePartition, log *slog.Logger) (*table.Table, error) {
+	for attempt := 1; ; attempt++ {
+		c, err := planSpec(name, tbl.Schema(), tbl.Spec(), by)
+		if err != nil {
+			return nil, &sink.TableConfigError{Err: err}
+		}
+		if c.empty() {
+			return tbl, nil
+		}
+		txn := tbl.NewTransaction()
+		us := txn.UpdateSpec(true)
+		for _, f := range c.remove {
+			us.RemoveField(f)
+		}
+		for _, p := range c.add {
+			us.AddField(p.Column, transforms[p.Transform], partitionName(p))
+		}
+		if err = us.Commit(); err == nil {
+			var next *table.Table
+			if next, err = txn.Commit(ctx); err == nil {
+				log.Info("iceberg: table partition spec changed to sinks.iceberg.partition_by; files written before keep theirs", "table", name,
+					"removed", c.remove, "added", partitionList(c.add), "partition_spec", next.Spec().String())
+				return next, nil
+			}
+		}
+		if attempt == evolveAttempts || ctx.Err() != nil {
+			return nil, fmt.Errorf("iceberg: table %s: changing its partition spec (removing %v, adding %s): %w", name, c.remove, partitionList(c.add), err)
+		}
+		if tbl, err = cat.LoadTable(ctx, tbl.Identifier()); err != nil {
+			return nil, fmt.Errorf("iceberg: loading table %s: %w", name, err)
+		}
+	}
 }
 
 // evolveAttempts bounds the tries of a schema change against other

@@ -478,3 +478,54 @@ func TestMemberCommitsItsPartitionsTogether(t *testing.T) {
 		t.Errorf("positions %s", pos)
 	}
 }
+
+// TestChangedPartitionByEvolvesTheSpec (issue 43): a table whose
+// partition_by changed was refused at start ("make them the same"), though
+// Iceberg evolves a partition spec: new files get the new spec, the files
+// written before keep theirs, and readers plan each file by its own. The
+// job now evolves it (level dropped, month(ts_ms) added): pyiceberg reads
+// every row once, filters on the dropped field still find their rows in
+// both kinds of file, and an order Iceberg cannot evolve to is a config
+// error that names the order that works.
+func TestChangedPartitionByEvolvesTheSpec(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	ctx := context.Background()
+	b0, b1 := testBatch(0, 0, 11), testBatch(1, 100, 111)
+	first, err := New(ctx, cfg, testSchema, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Write(ctx, b0); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+
+	cfg.PartitionBy = []sink.TablePartition{{Column: "ts", Transform: "day"}, {Column: "ts_ms", Transform: "month"}}
+	evolved, err := New(ctx, cfg, testSchema, nil)
+	if err != nil {
+		t.Fatalf("partition_by changed from [day(ts), level] to [day(ts), month(ts_ms)]: %v", err)
+	}
+	if err := evolved.Write(ctx, b1); err != nil {
+		t.Fatal(err)
+	}
+	evolved.Close()
+	r := readTable(t, cfg)
+	if got := strings.Join(r.Spec, ","); got != "day(ts),month(ts_ms)" {
+		t.Errorf("partition spec %s, want day(ts),month(ts_ms)", got)
+	}
+	wantOnce(t, r, b0, b1)
+	if r := readTable(t, cfg, "--where", "level = 'warn'"); r.Count != 6 {
+		t.Errorf("level = 'warn' over files of both specs: %d rows, want 6", r.Count)
+	}
+
+	cfg.PartitionBy = []sink.TablePartition{{Column: "ts_ms", Transform: "month"}, {Column: "ts", Transform: "day"}}
+	_, err = New(ctx, cfg, testSchema, nil)
+	var ce *sink.TableConfigError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "[{column: ts, transform: day}, {column: ts_ms, transform: month}]") {
+		t.Errorf("partition_by in an order Iceberg cannot evolve to: %v; want a config error naming the order that evolves", err)
+	}
+	if err := Check(ctx, cfg, testSchema); !errors.As(err, &ce) {
+		t.Errorf("logstore check of that order: %v; want a config error", err)
+	}
+}
