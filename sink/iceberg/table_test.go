@@ -346,7 +346,10 @@ func TestExistingTableMismatchNamesTheColumn(t *testing.T) {
 		{"int to double", func(s *sink.Schema, _ *sink.IcebergConfig) { s.Fields[s.Index("code")].Type = sink.Float64 }, `column "code" is int, the output writes double`},
 		{"map to string", func(s *sink.Schema, _ *sink.IcebergConfig) { s.Fields[s.Index("attrs")].Type = sink.String }, `column "attrs" is map<string, string>, the output writes string`},
 		{"nullable into required", func(s *sink.Schema, _ *sink.IcebergConfig) { s.Fields[0].Required = false }, `column "ts" is required`},
-		{"partition", func(_ *sink.Schema, c *sink.IcebergConfig) { c.PartitionBy[0].Transform = "hour" }, `partition field 0 is day(ts), sinks.iceberg.partition_by[0] says hour(ts)`},
+		// day(ts) → hour(ts) in its place: Iceberg drops day(ts) and adds
+		// hour(ts) last (TestChangedPartitionByEvolvesTheSpec evolves one).
+		{"partition order", func(_ *sink.Schema, c *sink.IcebergConfig) { c.PartitionBy[0].Transform = "hour" },
+			`list them as [{column: level, transform: identity}, {column: ts, transform: hour}]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &sink.Schema{Fields: append([]sink.Field(nil), testSchema.Fields...)}
