@@ -43,7 +43,6 @@ type Kafka struct {
 	p       *producer.Producer
 	cfg     *KafkaOutputConfig
 	brokers []string
-	txn     sync.Mutex             // one transaction at a time: the producer has one open
 	cycle   *cycle.Owner[*TxnPart] // exactly_once: the member's transactions
 
 	// at_least_once: the rows each open batch (stageKey, files.go)
@@ -479,14 +478,10 @@ func kafkaRecordsSized(cfg *KafkaOutputConfig, b *Batch, perRow int) ([]producer
 	if original && len(b.Sources) < len(b.Rows) {
 		return nil, fmt.Errorf("kafka: value: original needs the source records, and batch %s has %d for %d rows", b.Name(), len(b.Sources), len(b.Rows))
 	}
-	topic := []byte(b.Topic)
-	partition := []byte(strconv.Itoa(b.Partition))
 	msgs := make([]producer.Record, len(b.Rows))
-	// One buffer for every JSON value and one for the offsets' digits,
-	// cut into the messages at the end; one slice for every header.
-	var buf, digits []byte
-	ends, digitEnds := make([]int, len(b.Rows)), make([]int, len(b.Rows))
-	headers := make([]producer.Header, 3*len(b.Rows))
+	// One buffer for every JSON value, cut into the messages at the end.
+	var buf []byte
+	ends := make([]int, len(b.Rows))
 	var enc *rowJSON
 	if !original {
 		enc = newRowJSON(b.Schema)
@@ -507,20 +502,8 @@ func kafkaRecordsSized(cfg *KafkaOutputConfig, b *Batch, perRow int) ([]producer
 			}
 			ends[i] = len(buf)
 		}
-		digits = strconv.AppendInt(digits, sourceOffset(b, i), 10)
-		digitEnds[i] = len(digits)
-		h := headers[3*i : 3*i+3 : 3*i+3]
-		h[0] = producer.Header{Key: HeaderSourceTopic, Value: topic}
-		h[1] = producer.Header{Key: HeaderSourcePartition, Value: partition}
-		h[2].Key = HeaderSourceOffset // its value is cut from digits below
-		m.Headers = h
 	}
-	at := 0
-	for i := range msgs {
-		end := digitEnds[i]
-		msgs[i].Headers[2].Value = digits[at:end:end]
-		at = end
-	}
+	sourceHeaders(msgs, b.Topic, b.Partition, func(i int) int64 { return sourceOffset(b, i) })
 	start := 0
 	var refused RowErrors
 	for i := range msgs {
@@ -654,4 +637,27 @@ func (k *Kafka) recordLimit() (limit int64, what string) {
 		limit, what = m-recordFraming, fmt.Sprintf("the output topic's max.message.bytes (%d) less %d bytes of framing", m, recordFraming)
 	}
 	return limit, what
+}
+
+// sourceHeaders gives each of msgs the logstore.source.* headers of
+// partition of topic, msgs[i] of source offset offset(i): one slice for
+// every header and one buffer for every offset's digits.
+func sourceHeaders(msgs []producer.Record, topic string, partition int, offset func(int) int64) {
+	t, p := []byte(topic), []byte(strconv.Itoa(partition))
+	headers := make([]producer.Header, 3*len(msgs))
+	ends := make([]int, len(msgs))
+	var digits []byte
+	for i := range msgs {
+		digits = strconv.AppendInt(digits, offset(i), 10)
+		ends[i] = len(digits)
+	}
+	at := 0
+	for i := range msgs {
+		h := headers[3*i : 3*i+3 : 3*i+3]
+		h[0] = producer.Header{Key: HeaderSourceTopic, Value: t}
+		h[1] = producer.Header{Key: HeaderSourcePartition, Value: p}
+		h[2] = producer.Header{Key: HeaderSourceOffset, Value: digits[at:ends[i]:ends[i]]}
+		at = ends[i]
+		msgs[i].Headers = h
+	}
 }

@@ -90,8 +90,6 @@ func (k *Kafka) TxnCycles() int64 { return k.cycle.Cycles() }
 // runCycle writes group in one transaction and returns each part's
 // outcome.
 func (k *Kafka) runCycle(ctx context.Context, group []*TxnPart) []error {
-	k.txn.Lock()
-	defer k.txn.Unlock()
 	errs := make([]error, len(group))
 	err := k.p.BeginTxn(ctx)
 	if err != nil {

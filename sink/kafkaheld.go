@@ -81,10 +81,7 @@ func (k *Kafka) stageHeld(key stageKey, b *Batch) error {
 		return nil
 	}
 	from := *b
-	from.Rows = b.Rows[skip:]
-	if len(b.Sources) >= skip {
-		from.Sources = b.Sources[skip:]
-	}
+	from.Rows, from.Sources = b.Rows[skip:], b.Sources[skip:] // skip ≤ len(b.Sources): sourceOffset is -1 past them
 	c, n, err := k.heldChunk(&from)
 	if refused := AsRowErrors(err); refused != nil {
 		for _, e := range refused {
@@ -219,11 +216,8 @@ func (c *heldChunk) bytes() ([]byte, error) {
 // records is c's records as the producer takes them, with the source
 // headers of partition of topic. Their keys and values are in buf, c's
 // bytes.
-func (c *heldChunk) records(buf, topic, partition []byte) []producer.Record {
+func (c *heldChunk) records(buf []byte, topic string, partition int) []producer.Record {
 	msgs := make([]producer.Record, len(c.recs))
-	headers := make([]producer.Header, 3*len(c.recs))
-	var digits []byte
-	ends := make([]int, len(c.recs))
 	at := 0
 	for i, r := range c.recs {
 		m := &msgs[i]
@@ -234,19 +228,8 @@ func (c *heldChunk) records(buf, topic, partition []byte) []producer.Record {
 		}
 		m.Value = buf[start:r.end:r.end]
 		at = int(r.end)
-		digits = strconv.AppendInt(digits, r.offset, 10)
-		ends[i] = len(digits)
-		h := headers[3*i : 3*i+3 : 3*i+3]
-		h[0] = producer.Header{Key: HeaderSourceTopic, Value: topic}
-		h[1] = producer.Header{Key: HeaderSourcePartition, Value: partition}
-		h[2].Key = HeaderSourceOffset
-		m.Headers = h
 	}
-	from := 0
-	for i := range msgs {
-		msgs[i].Headers[2].Value = digits[from:ends[i]:ends[i]]
-		from = ends[i]
-	}
+	sourceHeaders(msgs, topic, partition, func(i int) int64 { return c.recs[i].offset })
 	return msgs
 }
 
@@ -261,7 +244,6 @@ const heldInFlight = 4 << 20
 // to change, and the transaction is tried again (the files have the row). Refused rows of b.Rows
 // come back as their RowErrors.
 func (k *Kafka) produceHeld(ctx context.Context, b *Batch) error {
-	topic, partition := []byte(b.Topic), []byte(strconv.Itoa(b.Partition))
 	type send struct {
 		sent  *producer.Sent
 		chunk *heldChunk
@@ -290,7 +272,7 @@ func (k *Kafka) produceHeld(ctx context.Context, b *Batch) error {
 			failed = err
 			break
 		}
-		sent, err := k.p.Send(ctx, k.cfg.Topic, c.records(buf, topic, partition))
+		sent, err := k.p.Send(ctx, k.cfg.Topic, c.records(buf, b.Topic, b.Partition))
 		if err != nil {
 			failed = fmt.Errorf("kafka: producing %s to %q: %w", b.Name(), k.cfg.Topic, err)
 			break
