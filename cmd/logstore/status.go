@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -65,22 +66,103 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return writeStatus(stdout, st, time.Now())
 }
 
-// readLocalShares asks each member's /metrics (its host, the port of
-// metrics.listen) for the bytes it fetched by locality; a member whose
-// endpoint does not answer within a second, or answers as another member
-// (one killed and not yet out of the group, or several members on one
-// host, where the port is the first one's), has an unknown share.
+// portsPerHost bounds how many ports status tries on one host: the
+// config's port and the ones after it, two per member on that host, so
+// members started on one host with ports counted up from the config's
+// (9464, 9465, …) are each found.
+const portsPerHost = 32
+
+// readLocalShares asks each member's /metrics for the bytes it fetched by
+// locality: on its host, at the port of metrics.listen, and, where several
+// members share a host, at the ports after it (two per member on the
+// host, at most portsPerHost), each read once, one second to answer. A
+// member's share is what the endpoint that names it (logstore_group_member)
+// says; a member that no endpoint names (one killed and not yet out of the
+// group, or on a port outside the range) has an unknown share. An endpoint
+// that names nobody (a version before logstore_group_member) is taken at
+// its word for the one member of its host.
 func readLocalShares(ctx context.Context, st *groupStatus, listen string) {
-	_, port, err := net.SplitHostPort(listen)
+	_, portText, err := net.SplitHostPort(listen)
 	if listen == "" || err != nil {
 		return
 	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		return
+	}
 	client := &http.Client{Timeout: time.Second}
+	onHost := map[string][]*memberStatus{}
 	for i := range st.Members {
 		m := &st.Members[i]
-		m.Metrics = "http://" + net.JoinHostPort(m.Host, port) + "/metrics"
-		m.LocalShare, _ = memberLocalShare(ctx, client, m.Metrics, m.ID)
+		onHost[m.Host] = append(onHost[m.Host], m)
 	}
+	type answer struct {
+		url string
+		ep  metricsEndpoint
+		err error
+	}
+	var urls []string
+	for host, members := range onHost {
+		n := 1
+		if len(members) > 1 {
+			n = min(2*len(members), portsPerHost)
+		}
+		for p := port; p < port+n && p <= 65535; p++ {
+			urls = append(urls, "http://"+net.JoinHostPort(host, strconv.Itoa(p))+"/metrics")
+		}
+	}
+	answers := make(chan answer, len(urls))
+	for _, u := range urls {
+		go func() {
+			ep, err := readMetricsEndpoint(ctx, client, u)
+			answers <- answer{u, ep, err}
+		}()
+	}
+	byMember := map[string]answer{}
+	first := map[string]answer{} // host -> its config port's answer
+	for range urls {
+		a := <-answers
+		if a.err != nil {
+			continue
+		}
+		for _, id := range a.ep.members {
+			byMember[id] = a
+		}
+		if u, _ := url.Parse(a.url); u != nil && u.Port() == portText {
+			first[u.Hostname()] = a
+		}
+	}
+	for host, members := range onHost {
+		for _, m := range members {
+			m.Metrics = "http://" + net.JoinHostPort(host, portText) + "/metrics"
+			a, ok := byMember[m.ID]
+			if !ok && len(members) == 1 {
+				if f, found := first[host]; found && len(f.ep.members) == 0 {
+					a, ok = f, true
+				}
+			}
+			if ok {
+				m.Metrics = a.url
+				m.LocalShare = a.ep.share()
+			}
+		}
+	}
+}
+
+// metricsEndpoint is what status reads from one /metrics: the members the
+// process says it is, and its fetched bytes by locality.
+type metricsEndpoint struct {
+	members   []string
+	same, all float64
+}
+
+// share is same-rack bytes over all bytes; nil when nothing was fetched.
+func (e metricsEndpoint) share() *float64 {
+	if e.all == 0 {
+		return nil
+	}
+	s := e.same / e.all
+	return &s
 }
 
 // memberLocalShare is same-rack bytes over all bytes of
@@ -88,27 +170,39 @@ func readLocalShares(ctx context.Context, st *groupStatus, listen string) {
 // group member memberID (its logstore_group_member; a version without it
 // is taken at its word).
 func memberLocalShare(ctx context.Context, client *http.Client, url, memberID string) (*float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	ep, err := readMetricsEndpoint(ctx, client, url)
 	if err != nil {
 		return nil, err
+	}
+	if len(ep.members) > 0 && !slices.Contains(ep.members, memberID) {
+		return nil, fmt.Errorf("%s is member %s's endpoint, not %s's", url, strings.Join(ep.members, ","), memberID)
+	}
+	return ep.share(), nil
+}
+
+// readMetricsEndpoint reads logstore_group_member and
+// logstore_fetch_bytes_total from the /metrics at url.
+func readMetricsEndpoint(ctx context.Context, client *http.Client, url string) (metricsEndpoint, error) {
+	var ep metricsEndpoint
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return ep, err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, err
+		return ep, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
+		return ep, fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
 	}
-	var same, all float64
-	var named []string
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		if id, ok := strings.CutPrefix(line, `logstore_group_member{member_id="`); ok {
 			if end := strings.Index(id, `"}`); end >= 0 {
-				named = append(named, id[:end])
+				ep.members = append(ep.members, id[:end])
 			}
 			continue
 		}
@@ -119,22 +213,12 @@ func memberLocalShare(ctx context.Context, client *http.Client, url, memberID st
 		if err != nil {
 			continue
 		}
-		all += v
+		ep.all += v
 		if strings.Contains(line, `locality="same-rack"`) {
-			same += v
+			ep.same += v
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	if len(named) > 0 && !slices.Contains(named, memberID) {
-		return nil, fmt.Errorf("%s is member %s's endpoint, not %s's", url, strings.Join(named, ","), memberID)
-	}
-	if all == 0 {
-		return nil, nil
-	}
-	share := same / all
-	return &share, nil
+	return ep, sc.Err()
 }
 
 func writeStatus(w io.Writer, st *groupStatus, now time.Time) error {

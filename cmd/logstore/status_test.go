@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +68,60 @@ logstore_fetch_bytes_total{broker="1",broker_rack="az-a",locality="same-rack"} 1
 	if !strings.Contains(out.String(), "100.0%") || !strings.Contains(out.String(), "unknown") {
 		t.Errorf("status of two members on one host:\n%s\nwant m1 100.0%% and m2 unknown", out.String())
 	}
+}
+
+// TestStatusFindsEachMemberOnOneHost: three members on one host, two of
+// them serving /metrics on the config's port and the next one (as members
+// started side by side on one machine do), the third SIGKILLed and not yet
+// out of the group. Each live member shows its own share, the killed one
+// unknown (before: only the member on the config's port had a share).
+func TestStatusFindsEachMemberOnOneHost(t *testing.T) {
+	serve := func(t *testing.T, ln net.Listener, member string, same, cross int) {
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "logstore_group_member{member_id=%q} 1\n", member)
+			fmt.Fprintf(w, "logstore_fetch_bytes_total{broker=\"1\",broker_rack=\"az-a\",locality=\"same-rack\"} %d\n", same)
+			fmt.Fprintf(w, "logstore_fetch_bytes_total{broker=\"2\",broker_rack=\"az-b\",locality=\"cross-rack\"} %d\n", cross)
+		})}
+		go srv.Serve(ln)
+		t.Cleanup(func() { srv.Close() })
+	}
+	first, second := consecutivePorts(t)
+	serve(t, first, "m1", 100, 0)
+	serve(t, second, "m2", 3, 1)
+	st := &groupStatus{Members: []memberStatus{{ID: "m1", Host: "127.0.0.1"}, {ID: "m2", Host: "127.0.0.1"}, {ID: "m3", Host: "127.0.0.1"}}}
+	readLocalShares(context.Background(), st, first.Addr().String())
+	want := map[string]string{"m1": "1", "m2": "0.75", "m3": "unknown"}
+	for _, m := range st.Members {
+		got := "unknown"
+		if m.LocalShare != nil {
+			got = strconv.FormatFloat(*m.LocalShare, 'g', -1, 64)
+		}
+		if got != want[m.ID] {
+			t.Errorf("member %s: local share %s (metrics %s); want %s", m.ID, got, m.Metrics, want[m.ID])
+		}
+	}
+	if st.Members[1].Metrics != "http://"+second.Addr().String()+"/metrics" {
+		t.Errorf("m2's metrics at %s; want the port after the config's, %s", st.Members[1].Metrics, second.Addr())
+	}
+}
+
+// consecutivePorts listens on two ports of 127.0.0.1, the second one
+// after the first.
+func consecutivePorts(t *testing.T) (net.Listener, net.Listener) {
+	for range 50 {
+		a, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := a.Addr().(*net.TCPAddr).Port
+		b, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+1)))
+		if err == nil {
+			return a, b
+		}
+		a.Close()
+	}
+	t.Fatal("no two consecutive free ports on 127.0.0.1")
+	return nil, nil
 }
 
 func TestStatusPendingCut(t *testing.T) {
