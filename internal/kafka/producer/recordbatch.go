@@ -74,7 +74,10 @@ func encodeBatch(buf *bytes.Buffer, records []Record, c compress.Compression, tr
 		Write([]byte) (int, error)
 	} = buf
 	var closer interface{ Close() error }
-	if c != compress.None {
+	if c == compress.Lz4 {
+		f := newLZ4Frame(buf)
+		w, closer = f, f
+	} else if c != compress.None {
 		codec := c.Codec()
 		if codec == nil {
 			return fmt.Errorf("compression %d is not known", c)
