@@ -88,9 +88,12 @@ func NewJob(ctx context.Context, cfg *Config, deps Deps) (*Job, error) {
 	if r := cfg.Kafka.MaxRecordsPerSecond; r > 0 {
 		j.limiter = rate.NewLimiter(rate.Limit(r), max(r/10, 1))
 	}
-	brokerRacks, err := brokerRacks(ctx, conn, cfg.Kafka)
+	brokerRacks, partitions, err := brokerRacks(ctx, conn, cfg.Kafka)
 	if err != nil {
 		return nil, err
+	}
+	if advice := FilesAdvice(partitions, cfg); advice != "" {
+		log.Warn("many small files: " + advice)
 	}
 	if j.rack, err = rack.Resolve(ctx, cfg.Rack, brokerRacks, log); err != nil {
 		return nil, err
@@ -147,21 +150,24 @@ func BrokerRacks(ctx context.Context, k InputConfig) ([]string, error) {
 		return nil, err
 	}
 	defer conn.Close()
-	return brokerRacks(ctx, conn, k)
+	racks, _, err := brokerRacks(ctx, conn, k)
+	return racks, err
 }
 
-func brokerRacks(ctx context.Context, conn *Clients, k InputConfig) ([]string, error) {
+// brokerRacks reads the brokers' racks, sorted and distinct, and how many
+// partitions the input topics have.
+func brokerRacks(ctx context.Context, conn *Clients, k InputConfig) (racks []string, partitions int, err error) {
 	md, err := conn.Client.Metadata(ctx, &kafka.MetadataRequest{Topics: k.Topics})
 	if err != nil {
-		return nil, fmt.Errorf("reading cluster metadata from %s: %w (check kafka.brokers, TLS and SASL)", strings.Join(k.Brokers, ","), err)
+		return nil, 0, fmt.Errorf("reading cluster metadata from %s: %w (check kafka.brokers, TLS and SASL)", strings.Join(k.Brokers, ","), err)
 	}
 	for _, t := range md.Topics {
 		if t.Error != nil {
-			return nil, fmt.Errorf("topic %s: %w", t.Name, t.Error)
+			return nil, 0, fmt.Errorf("topic %s: %w", t.Name, t.Error)
 		}
+		partitions += len(t.Partitions)
 	}
 	seen := map[string]bool{}
-	var racks []string
 	for _, b := range md.Brokers {
 		if b.Rack != "" && !seen[b.Rack] {
 			seen[b.Rack] = true
@@ -169,7 +175,7 @@ func brokerRacks(ctx context.Context, conn *Clients, k InputConfig) ([]string, e
 		}
 	}
 	sort.Strings(racks)
-	return racks, nil
+	return racks, partitions, nil
 }
 
 // followerFetching resolves `rack.follower_fetching`: auto asks a broker for

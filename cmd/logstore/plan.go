@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 
@@ -39,6 +40,9 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		if res, err = pipeline.PlanLive(ctx, cfg, slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
 			return err
+		}
+		if advice := pipeline.FilesAdvice(res.Total, cfg); advice != "" {
+			fmt.Fprintf(stderr, "logstore: note: %s\n", advice)
 		}
 	}
 	if *asJSON {
