@@ -89,8 +89,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	// command installs its own handling for the second one.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	stopProfile := startCPUProfile(stderr)
+	stopProfile, stopHeap := startCPUProfile(stderr), startHeapProfile(stderr)
 	err := cmd.run(ctx, args[1:], stdout, stderr)
+	stopHeap()
 	stopProfile()
 	return exitCode(err, stderr)
 }
