@@ -238,16 +238,24 @@ func sampleMemory(peak *atomic.Uint64, stop <-chan struct{}, done chan<- struct{
 // second half, as a member catching up many partitions does.
 // heap-MiB/partition is the live heap after a collection with every batch
 // still open; bytes/record is the size of the files once they are written.
+// rows=300 is a partition with little to say, as at hundreds of partitions:
+// its files' fixed costs are all it holds.
 func BenchmarkOpenFileMemory(b *testing.B) {
+	for _, rows := range []int{14_000, 384} {
+		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) { openFileMemory(b, rows) })
+	}
+}
+
+func openFileMemory(b *testing.B, rows int) {
 	dec := benchDecoder(b)
-	const parts, rows = 48, 14_000
+	const parts = 48
 	for b.Loop() {
 		out := b.TempDir()
 		sinks := benchFilesAt(b, dec, out)
 		stager := sinks.All()[0].(sink.Stager)
 		gens := make([]*loggen.Gen, parts)
 		for p := range gens {
-			gens[p] = loggen.New(uint64(p), time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC), 2*time.Hour/rows)
+			gens[p] = loggen.New(uint64(p), time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC), 2*time.Hour/time.Duration(rows))
 		}
 		runtime.GC()
 		var ms runtime.MemStats

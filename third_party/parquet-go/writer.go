@@ -774,7 +774,9 @@ func newConcurrentRowGroupWriter(w *writer, config *WriterConfig) *ConcurrentRow
 			// files written by legacy writers report PLAIN_DICTIONARY as
 			// the column encoding, which is how the configuration arises.
 			encoding = &RLEDictionary
-			dictBuffer := columnType.NewValues(make([]byte, 0, defaultDictBufferSize), nil)
+			// Patched (0003): the dictionary's bytes grow as values come
+			// (a few distinct levels take a few bytes), not from 8 KiB.
+			dictBuffer := columnType.NewValues(nil, nil)
 			dictionary = columnType.NewDictionary(columnIndex, 0, dictBuffer)
 			columnType = dictionary.Type()
 		}
@@ -2303,8 +2305,11 @@ func (c *ColumnWriter) newColumnBuffer() ColumnBuffer {
 		column := c.columnType.NewColumnBuffer(columnIndex, 0)
 		return newOptionalColumnBuffer(column, c.maxDefinitionLevel, nullsGoLast)
 	default:
-		numValues := c.columnType.EstimateNumValues(int(c.bufferSize))
-		return c.columnType.NewColumnBuffer(columnIndex, numValues)
+		// Patched (0003): grown as values come, as an optional column's
+		// buffer is, rather than made a page's worth of values up front
+		// (a 128 KiB page: 16,384 int64s per required column): an open
+		// file of a partition with little to say held them unused.
+		return c.columnType.NewColumnBuffer(columnIndex, 0)
 	}
 }
 

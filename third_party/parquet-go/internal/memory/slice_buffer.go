@@ -21,16 +21,19 @@ type SliceBuffer[T Datum] struct {
 	data  []T       // the active slice (always used for access)
 }
 
+// Patched (0003): the smallest bucket is 512 B, not 4 KiB. An open file
+// of a partition with little to say (a few hundred values) held 4 KiB per
+// buffer, times its levels, offsets and values per column.
 const (
 	numBuckets          = 32
-	minBucketSize       = 4096   // 4 KiB (smallest bucket)
+	minBucketSize       = 512    // 512 B (smallest bucket; patched, 0003: 4 KiB upstream)
 	lastShortBucketSize = 262144 // 256 KiB (transition point for growth strategy)
 )
 
 var slicePools [numBuckets]Pool[slice[byte]]
 
 // nextBucketSize computes the next bucket size using the hybrid growth strategy:
-// - Below 256KB: grow by 2x (4K, 8K, 16K, 32K, 64K, 128K, 256K)
+// - Below 256KB: grow by 2x (512, 1K, 2K, 4K, ..., 128K, 256K)
 // - Above 256KB: grow by 1.5x (384K, 576K, 864K, ...)
 func nextBucketSize(size int) int {
 	if size < lastShortBucketSize {
