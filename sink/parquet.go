@@ -228,6 +228,9 @@ type ParquetWriter struct {
 // little.
 const writeChunkRows = 128
 
+// writeBufferBytes is an open file's buffer before its spool file.
+const writeBufferBytes = 8 << 10
+
 // newParquetWriter starts a file on out. cfg must have had SetDefaults.
 // pages keeps the open row group's encoded pages: nil keeps them on the
 // heap; the Files sink puts them in its spool folder (pageSpill).
@@ -252,6 +255,12 @@ func newParquetWriter(out io.Writer, s *Schema, cfg *ParquetConfig, pages parque
 		// the page.
 		parquet.DataPageStatistics(false),
 		parquet.DictionaryMaxBytes(cfg.DictionaryMaxBytes),
+		// The buffer between the writer and its spool file: 8 KiB rather
+		// than parquet-go's 32 KiB. Pages pass it whole (a write larger
+		// than the buffer goes straight to the file); what it gathers is
+		// headers and the footer, and each open file held the 32 KiB
+		// (hundreds of partitions' open files: megabytes).
+		parquet.WriteBufferSize(writeBufferBytes),
 	}
 	if pages != nil {
 		opts = append(opts, parquet.ColumnPageBuffers(pages))
