@@ -165,21 +165,6 @@ func (e metricsEndpoint) share() *float64 {
 	return &s
 }
 
-// memberLocalShare is same-rack bytes over all bytes of
-// logstore_fetch_bytes_total, read from url when the process there is the
-// group member memberID (its logstore_group_member; a version without it
-// is taken at its word).
-func memberLocalShare(ctx context.Context, client *http.Client, url, memberID string) (*float64, error) {
-	ep, err := readMetricsEndpoint(ctx, client, url)
-	if err != nil {
-		return nil, err
-	}
-	if len(ep.members) > 0 && !slices.Contains(ep.members, memberID) {
-		return nil, fmt.Errorf("%s is member %s's endpoint, not %s's", url, strings.Join(ep.members, ","), memberID)
-	}
-	return ep.share(), nil
-}
-
 // readMetricsEndpoint reads logstore_group_member and
 // logstore_fetch_bytes_total from the /metrics at url.
 func readMetricsEndpoint(ctx context.Context, client *http.Client, url string) (metricsEndpoint, error) {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -122,6 +123,21 @@ func consecutivePorts(t *testing.T) (net.Listener, net.Listener) {
 	}
 	t.Fatal("no two consecutive free ports on 127.0.0.1")
 	return nil, nil
+}
+
+// memberLocalShare is what status takes for memberID from the endpoint at
+// url: same-rack bytes over all bytes of logstore_fetch_bytes_total, when
+// the process there is that member (its logstore_group_member; a version
+// without it is taken at its word).
+func memberLocalShare(ctx context.Context, client *http.Client, url, memberID string) (*float64, error) {
+	ep, err := readMetricsEndpoint(ctx, client, url)
+	if err != nil {
+		return nil, err
+	}
+	if len(ep.members) > 0 && !slices.Contains(ep.members, memberID) {
+		return nil, fmt.Errorf("%s is member %s's endpoint, not %s's", url, strings.Join(ep.members, ","), memberID)
+	}
+	return ep.share(), nil
 }
 
 func TestStatusPendingCut(t *testing.T) {

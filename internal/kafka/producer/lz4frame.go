@@ -97,14 +97,13 @@ func (f *lz4Frame) Close() error {
 		lz4Compressors.Put(f.z)
 		f.z = nil
 	}()
-	if len(f.pending) > 0 || !f.started {
-		if len(f.pending) > 0 {
-			if err := f.block(); err != nil {
-				return err
-			}
-		} else {
-			f.buf.Write(lz4FrameHeader)
+	switch {
+	case len(f.pending) > 0:
+		if err := f.block(); err != nil {
+			return err
 		}
+	case !f.started:
+		f.buf.Write(lz4FrameHeader) // an empty frame
 	}
 	f.buf.Write([]byte{0, 0, 0, 0})
 	return nil
