@@ -345,11 +345,25 @@ func (f *Files) seal(ctx context.Context, st *stagedBatch, b *Batch) error {
 	return nil
 }
 
-// upload stores every file of a sealed batch under the batch's names:
-// {folder}/{name}.parquet, then {name}-1.parquet, … for a folder's later
-// parts.
+// upload stores every file of a sealed batch under the batch's names
+// (sealedFiles).
 func (f *Files) upload(ctx context.Context, st *stagedBatch, b *Batch) ([]WrittenFile, error) {
 	var stored []WrittenFile
+	for _, s := range f.sealedFiles(st, b) {
+		w, err := f.storeSealed(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		stored = append(stored, w)
+	}
+	return stored, nil
+}
+
+// sealedFiles lists a sealed batch's files under the batch's names:
+// {folder}/{name}.parquet, then {name}-1.parquet, … for a folder's later
+// parts.
+func (f *Files) sealedFiles(st *stagedBatch, b *Batch) []SealedFile {
+	var sealed []SealedFile
 	for _, name := range slices.Sorted(maps.Keys(st.folders)) {
 		fo := st.folders[name]
 		for part, sf := range fo.parts {
@@ -357,14 +371,10 @@ func (f *Files) upload(ctx context.Context, st *stagedBatch, b *Batch) ([]Writte
 			if st.ext != "" {
 				key = fileKey(f.prefix, name, b, part, st.ext)
 			}
-			if err := f.store.Put(ctx, key, sf, sf.Size()); err != nil {
-				return nil, err
-			}
-			Failpoint(ctx, FailFileSaved)
-			stored = append(stored, WrittenFile{Key: key, Folder: name, Rows: fo.partRows[part], Bytes: sf.Size(), Footer: fo.footers[part]})
+			sealed = append(sealed, SealedFile{Folder: name, Rows: fo.partRows[part], key: key, spool: sf, schema: st.schema, footer: fo.footers[part]})
 		}
 	}
-	return stored, nil
+	return sealed
 }
 
 // newWriter starts a file of the folder's, in sinks' row order.

@@ -2,9 +2,13 @@ package iceberg
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -33,11 +37,16 @@ func refOf(b *sink.Batch) batchRef {
 	return batchRef{Topic: b.Topic, Partition: b.Partition, First: b.First, Last: b.Last, TopicID: b.TopicID, Name: b.Name()}
 }
 
-// pendingCommit is one batch waiting for the member's next commit.
+// pendingCommit is one batch waiting for the member's next commit: its
+// data files sealed in the spool, stored by the cycle that commits it.
 type pendingCommit struct {
-	batch batchRef
-	files []iceberg.DataFile
+	batch  batchRef
+	sealed []sink.SealedFile
+	gone   sync.Once
 }
+
+// remove removes the batch's sealed files from the spool, once.
+func (p *pendingCommit) remove() { p.gone.Do(func() { sink.RemoveSealed(p.sealed) }) }
 
 // commit waits until p's batch is in the table. The member's partitions
 // commit together: the member's cycle (package cycle) waits
@@ -48,7 +57,7 @@ type pendingCommit struct {
 // lets it go: a retry reads the table, which tells whether it holds the
 // batch.
 func (t *Table) commit(ctx context.Context, p *pendingCommit) error {
-	if len(p.files) == 0 {
+	if len(p.sealed) == 0 {
 		return nil // every row went to the dead letters
 	}
 	err := t.cycle.Submit(ctx, p)
@@ -59,15 +68,26 @@ func (t *Table) commit(ctx context.Context, p *pendingCommit) error {
 	return err
 }
 
-// commitGroup appends the group's files in one snapshot whose summary
-// records, per batch, its partition's first..last, and returns each
-// batch's outcome. Each try reads the table afresh: a batch it holds now
-// (a commit whose answer was lost, another member's, a zombie's) is not
-// added again.
+// commitGroup stores the group's data files, joined (one file per table
+// partition, sink.Files.StoreJoined), and appends them in one snapshot
+// whose summary records, per batch, its partition's first..last, and
+// returns each batch's outcome. Each try reads the table afresh: a batch
+// it holds now (a commit whose answer was lost, another member's, a
+// zombie's) is not added again, and the files are joined again without
+// it. A committed batch's sealed files leave the spool.
 func (t *Table) commitGroup(ctx context.Context, all []*pendingCommit) []error {
 	outcome := make(map[*pendingCommit]error, len(all))
 	group := all
 	var err error
+	var files []iceberg.DataFile
+	var filesOf []*pendingCommit // the batches files hold
+	defer func() {
+		for _, p := range all {
+			if outcome[p] == nil {
+				p.remove()
+			}
+		}
+	}()
 	for attempt := 1; attempt <= commitAttempts && len(group) > 0; attempt++ {
 		if attempt > 1 {
 			t.retries.Add(1)
@@ -85,7 +105,14 @@ func (t *Table) commitGroup(ctx context.Context, all []*pendingCommit) []error {
 		if len(group) == 0 {
 			break
 		}
-		if err = t.tryCommit(ctx, tbl, group); err == nil {
+		if !slices.Equal(filesOf, group) {
+			if files, err = t.storeFiles(ctx, tbl, group); err != nil {
+				err = fmt.Errorf("iceberg: storing the data files of %d batches in table %s: %w", len(group), t.name, err)
+				break
+			}
+			filesOf = slices.Clone(group)
+		}
+		if err = t.tryCommit(ctx, tbl, group, files); err == nil {
 			t.maybeUpkeep(tbl, group)
 			group = nil
 			break
@@ -128,13 +155,11 @@ func (t *Table) dropHeld(tbl *table.Table, group []*pendingCommit, outcome map[*
 
 // tryCommit is one try: the group's files and positions against the head
 // tbl shows.
-func (t *Table) tryCommit(ctx context.Context, tbl *table.Table, group []*pendingCommit) error {
+func (t *Table) tryCommit(ctx context.Context, tbl *table.Table, group []*pendingCommit, files []iceberg.DataFile) error {
 	summary := iceberg.Properties{}
-	var files []iceberg.DataFile
 	for _, p := range group {
 		b := p.batch
 		summary[lastKey(b.Topic, b.Partition)] = lastValue{Last: b.Last, First: b.First, TopicID: b.TopicID}.String()
-		files = append(files, p.files...)
 	}
 	txn := tbl.NewTransaction()
 	// The head this try read: any commit since fails this one, which then
@@ -182,4 +207,28 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-time.After(d):
 		return nil
 	}
+}
+
+// storeFiles stores the sealed data files of the group's batches, those
+// of one table partition joined into one file (up to max_file_bytes), and
+// describes them for the table. A try whose commit fails leaves its
+// joined files unreferenced: the table's upkeep removes orphans.
+func (t *Table) storeFiles(ctx context.Context, tbl *table.Table, group []*pendingCommit) ([]iceberg.DataFile, error) {
+	var sealed []sink.SealedFile
+	for _, p := range group {
+		sealed = append(sealed, p.sealed...)
+	}
+	written, err := t.files.StoreJoined(ctx, sealed, cycleFileName())
+	if err != nil {
+		return nil, err
+	}
+	return t.dataFiles(tbl, written)
+}
+
+// cycleFileName names a cycle's joined files: the time and a random part,
+// so no two cycles of any member share a name.
+func cycleFileName() string {
+	var r [6]byte
+	rand.Read(r[:])
+	return "cycle-" + strconv.FormatInt(time.Now().UnixMilli(), 10) + "-" + hex.EncodeToString(r[:])
 }

@@ -63,9 +63,10 @@ type Table struct {
 
 	mu      sync.Mutex
 	schemas map[*sink.Schema]*sink.Schema // the output's, in microseconds (inMicros)
-	// stored are batches whose data files are stored and not committed
-	// (the commit failed): a retry commits them without storing them
-	// again, since the files sink lets go of a batch's rows once stored.
+	// stored are batches whose data files are sealed and not committed
+	// (waiting for the cycle, or the commit failed): a retry commits them
+	// without sealing them again, since the files sink lets go of a
+	// batch's rows once sealed.
 	stored map[batchKey]*storedBatch
 }
 
@@ -74,9 +75,12 @@ type batchKey struct {
 	partition int
 }
 
+// storedBatch is a batch whose data files are sealed in the spool and
+// wait for the member's cycle, which stores them joined with the other
+// batches of the cycle (commitGroup) and removes them once committed.
 type storedBatch struct {
 	first, last int64
-	files       []iceberg.DataFile
+	pending     *pendingCommit
 }
 
 // New opens the catalog and the table, creating the table (and its
@@ -333,7 +337,7 @@ func (t *Table) RemoveLeftovers(ctx context.Context, topic string, partition int
 	return t.files.RemoveLeftovers(ctx, topic, partition)
 }
 
-// Write stores the batch's data files and commits them, unless the table
+// Write seals the batch's data files and commits them, unless the table
 // holds the batch already; it returns once the commit is in the table.
 func (t *Table) Write(ctx context.Context, b *sink.Batch) error {
 	held, err := t.WriteFiles(ctx, b)
@@ -344,20 +348,23 @@ func (t *Table) Write(ctx context.Context, b *sink.Batch) error {
 	t.mu.Lock()
 	st := t.stored[k]
 	t.mu.Unlock()
-	if err := t.commit(ctx, &pendingCommit{batch: refOf(b), files: st.files}); err != nil {
+	if err := t.commit(ctx, st.pending); err != nil {
 		return err
 	}
 	t.mu.Lock()
-	delete(t.stored, k)
+	if t.stored[k] == st {
+		delete(t.stored, k)
+	}
 	t.mu.Unlock()
 	sink.Failpoint(ctx, sink.FailTableCommitted)
 	return nil
 }
 
 // WriteFiles is Write's first half: the batch's data files, from its
-// staged rows, kept for its commit; held when the table holds the batch
-// already (Write then has nothing to do). Once it returns, the partition
-// may stage its next batch while this one waits for its snapshot.
+// staged rows, sealed in the spool for its commit; held when the table
+// holds the batch already (Write then has nothing to do). Once it
+// returns, the partition may stage its next batch while this one waits
+// for its snapshot.
 func (t *Table) WriteFiles(ctx context.Context, b *sink.Batch) (held bool, err error) {
 	if err := refusePrefix(b); err != nil {
 		return false, err
@@ -380,16 +387,15 @@ func (t *Table) WriteFiles(ctx context.Context, b *sink.Batch) (held bool, err e
 		}
 		return held, err
 	}
-	written, err := t.files.WriteFiles(ctx, t.inMicros(b))
-	if err != nil {
-		return false, err
-	}
-	dfs, err := t.dataFiles(tbl, written)
+	sealed, err := t.files.SealFiles(ctx, t.inMicros(b))
 	if err != nil {
 		return false, err
 	}
 	t.mu.Lock()
-	t.stored[k] = &storedBatch{first: b.First, last: b.Last, files: dfs}
+	if st != nil && !t.cycle.InCycle(st.pending) {
+		st.pending.remove() // another cut of the partition's, given up
+	}
+	t.stored[k] = &storedBatch{first: b.First, last: b.Last, pending: &pendingCommit{batch: refOf(b), sealed: sealed}}
 	t.mu.Unlock()
 	sink.Failpoint(ctx, sink.FailTableFiles)
 	return false, nil
@@ -432,7 +438,9 @@ func (t *Table) dataFiles(tbl *table.Table, written []sink.WrittenFile) ([]icebe
 		if err != nil {
 			return nil, fmt.Errorf("iceberg: table %s: describing %s: %w", t.name, w.Key, err)
 		}
-		if t.sortOrder != nil {
+		if t.sortOrder != nil && w.Joined <= 1 {
+			// A joined file is sorted within each batch's row groups,
+			// not across them: it does not claim the order.
 			bld.SortOrderID(*t.sortOrder)
 		}
 		fileMetrics(w.Footer, schema).apply(bld)
@@ -480,10 +488,16 @@ func refusePrefix(b *sink.Batch) error {
 	return fmt.Errorf("iceberg: the table sink does not take backfills or replays (they write under %q); run them with sinks.files only", b.Prefix)
 }
 
-// Close drops staged batches (committed ones are in the table) and stops
+// Close drops staged and sealed batches (committed ones are in the table) and stops
 // an upkeep under way (the next one finishes it).
 func (t *Table) Close() error {
 	t.cycle.Close()
+	t.mu.Lock()
+	for k, st := range t.stored {
+		st.pending.remove()
+		delete(t.stored, k)
+	}
+	t.mu.Unlock()
 	t.upkeepCancel()
 	t.upkeepWG.Wait()
 	err := t.files.Close()

@@ -453,17 +453,14 @@ func totalRecords(t *testing.T, tb *Table) int {
 	return int(n)
 }
 
-// TestMemberCommitsItsPartitionsTogether: batches of a member's partitions
-// cut at about the same time go into one snapshot (commit_interval), so a
-// member with many partitions does not make a snapshot per batch.
-func TestMemberCommitsItsPartitionsTogether(t *testing.T) {
-	cfg := testConfig(t, t.TempDir())
-	cfg.CommitInterval = 500 * time.Millisecond
-	tb := openTestTable(t, cfg)
+// writeTogether writes partitions 0..n-1's records 0..9 at once, as a
+// member's partitions cut together.
+func writeTogether(t *testing.T, tb *Table, n int) []*sink.Batch {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make([]error, 6)
+	errs := make([]error, n)
 	var batches []*sink.Batch
-	for p := range 6 {
+	for p := range n {
 		b := testBatch(p, 0, 9)
 		batches = append(batches, b)
 		wg.Go(func() { errs[p] = tb.Write(context.Background(), b) })
@@ -472,10 +469,56 @@ func TestMemberCommitsItsPartitionsTogether(t *testing.T) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
+	return batches
+}
+
+// TestMemberCommitsItsPartitionsTogether: batches of a member's partitions
+// cut at about the same time go into one snapshot (commit_interval), so a
+// member with many partitions does not make a snapshot per batch.
+func TestMemberCommitsItsPartitionsTogether(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.CommitInterval = 500 * time.Millisecond
+	tb := openTestTable(t, cfg)
+	batches := writeTogether(t, tb, 6)
 	r := readTable(t, cfg)
 	wantOnce(t, r, batches...)
 	if r.Snapshots > 2 {
 		t.Errorf("%d snapshots for 6 partitions' batches cut together, want 1 (2 at most when one came late)", r.Snapshots)
+	}
+	if pos := positionsOf(t, tb); pos != "logs/0:9 logs/1:9 logs/2:9 logs/3:9 logs/4:9 logs/5:9" {
+		t.Errorf("positions %s", pos)
+	}
+}
+
+// TestMemberCycleWritesOneFilePerTablePartition (issue 44): the batches
+// of a member's partitions committed in one cycle are stored as one data
+// file per table partition, not one per Kafka partition and table
+// partition, and every row is in the table once. Before, 6 partitions'
+// batches of 10 rows over the same table partitions made 6 files for each.
+func TestMemberCycleWritesOneFilePerTablePartition(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.CommitInterval = time.Second
+	tb := openTestTable(t, cfg)
+	batches := writeTogether(t, tb, 6)
+	folders := map[string]bool{}
+	for _, b := range batches {
+		for _, r := range b.Rows {
+			folders[fmt.Sprint(r[0].(time.Time).Format(time.DateOnly), r[2])] = true
+		}
+	}
+	r := readTable(t, cfg)
+	wantOnce(t, r, batches...)
+	if r.Snapshots == 0 || len(r.Files) > r.Snapshots*len(folders) {
+		t.Errorf("%d data files in %d snapshots for %d table partitions, want at most one per table partition and snapshot", len(r.Files), r.Snapshots, len(folders))
+	}
+	joined := 0
+	for _, f := range r.Files {
+		if strings.Contains(f, "/cycle-") {
+			joined++
+		}
+	}
+	if joined == 0 {
+		t.Errorf("no joined file among %v", r.Files)
 	}
 	if pos := positionsOf(t, tb); pos != "logs/0:9 logs/1:9 logs/2:9 logs/3:9 logs/4:9 logs/5:9" {
 		t.Errorf("positions %s", pos)
