@@ -7,23 +7,23 @@ import (
 
 // advisedFilesPerHour is the rate of Parquet files above which the job
 // says what its layout costs: one a second. Each file is a write (an S3
-// PUT), a resume record and, with sinks.iceberg, a data file of the table
-// that readers open; and a file of a few hundred rows compresses and reads
-// worse than one of many thousands.
+// PUT) and a resume record; and a file of a few hundred rows compresses
+// and reads worse than one of many thousands.
 const advisedFilesPerHour = 3600
 
-// FilesAdvice says what the files' layout costs for an input of
-// partitions partitions: the files sink (and the table) writes a file per
-// Kafka partition (per partition_by folder) for each batch, and a batch is
-// cut at batch.max_age at the latest, so a job whose partitions all have
-// rows writes up to partitions × (1h / max_age) files an hour, however few
+// FilesAdvice says what the files sink's layout costs for an input of
+// partitions partitions: it writes a file per Kafka partition (per
+// partition_by folder) for each batch, and a batch is cut at
+// batch.max_age at the latest, so a job whose partitions all have rows
+// writes up to partitions × (1h / max_age) files an hour, however few
 // rows each holds. Over one a second it says so and names the max_age
 // that keeps it under (a partition's rows wait longer in the spool, not
-// in memory: staged rows are on disk). "" when the job writes no files or
-// the rate is lower.
+// in memory: staged rows are on disk). "" when the job writes no files
+// or the rate is lower. A table (sinks.iceberg) is not counted: a
+// member's cycle stores its data files one per table partition, whatever
+// the Kafka partitions.
 func FilesAdvice(partitions int, cfg *Config) string {
-	s := cfg.Sinks
-	if partitions <= 0 || (s.Files == nil && s.Iceberg == nil) {
+	if partitions <= 0 || cfg.Sinks.Files == nil {
 		return ""
 	}
 	maxAge := cfg.Batch.MaxAge
@@ -38,7 +38,7 @@ func FilesAdvice(partitions int, cfg *Config) string {
 	advised := (time.Duration(partitions)*time.Second + time.Minute - 1).Truncate(time.Minute)
 	return fmt.Sprintf("%d input partitions with batch.max_age %s: up to %d Parquet files an hour "+
 		"(one per Kafka partition and folder at least every max_age while it has rows, however few), "+
-		"each a write, a resume record and, with sinks.iceberg, a data file of the table; "+
+		"each a write and a resume record; "+
 		"batch.max_age: %s keeps it at one a second or fewer (files then hold more rows and read faster; "+
 		"rows wait in the spool on disk, not in memory)",
 		partitions, maxAge, perHour, fmtMinutes(advised))

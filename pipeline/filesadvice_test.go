@@ -15,8 +15,8 @@ import (
 
 // TestFilesAdviceAtHundredsOfPartitions: a job over 600 partitions with
 // the default max_age (5m) writes up to 7,200 files an hour; it is told,
-// with the max_age that keeps it at one a second (10m). 12 partitions, or
-// a job without files, hear nothing.
+// with the max_age that keeps it at one a second (10m). 12 partitions, a
+// job without files, or one with a table alone, hear nothing.
 func TestFilesAdviceAtHundredsOfPartitions(t *testing.T) {
 	files := &Config{Sinks: sink.Config{Files: &sink.FilesConfig{}}, Batch: BatchConfig{MaxAge: 5 * time.Minute}}
 	got := FilesAdvice(600, files)
@@ -34,6 +34,12 @@ func TestFilesAdviceAtHundredsOfPartitions(t *testing.T) {
 	kafkaOnly := &Config{Sinks: sink.Config{Kafka: &sink.KafkaOutputConfig{}}, Batch: BatchConfig{MaxAge: 5 * time.Minute}}
 	if got := FilesAdvice(600, kafkaOnly); got != "" {
 		t.Errorf("a job without files: %q; want no advice", got)
+	}
+	// A table's cycle stores one data file per table partition, whatever
+	// the Kafka partitions: the table alone is not advised about.
+	tableOnly := &Config{Sinks: sink.Config{Iceberg: &sink.IcebergConfig{}}, Batch: BatchConfig{MaxAge: 10 * time.Second}}
+	if got := FilesAdvice(600, tableOnly); got != "" {
+		t.Errorf("a job with the table alone: %q; want no advice", got)
 	}
 }
 

@@ -20,6 +20,8 @@
 #            and the brokers, apart) per million records, from /proc, over
 #            the steady window (warm-up to the producer's stop), and the
 #            machine's load then.
+#   files    the table's data files at the end of the run (S3 server's
+#            folder): a member's cycle stores one per table partition.
 #
 #   scripts/eos-lab.sh [--partitions 600] [--rate 20000] [--duration 5m]
 #                      [--max-age 10s] [--commit-interval D]
@@ -305,6 +307,10 @@ run_mode() {
 	done
 	PIDS=("")
 
+	# The table's data files, whole run (the S3 server keeps an object as
+	# a file of its key).
+	local data_files
+	data_files=$(find "$LOGSTORE_STATE/s3/data/$BUCKET/$TOPIC" -path '*/data/*' -name '*.parquet' 2>/dev/null | wc -l)
 	local hz cores bt1 tt1 bt2 tt2
 	hz=$(getconf CLK_TCK)
 	cores=$(nproc)
@@ -317,7 +323,7 @@ run_mode() {
 		--argjson members $((t2_members - t1_members)) --argjson producer $((t2_producer - t1_producer)) \
 		--argjson consumer $((t2_consumer - t1_consumer)) --argjson brokers $((t2_brokers - t1_brokers)) \
 		--argjson busy $((bt2 - bt1)) --argjson total $((tt2 - tt1)) --argjson cores "$cores" \
-		--argjson drained_all "$drained" --arg early "${early% }" --slurpfile visible "$RUN/visible.json" --rawfile lag "$RUN/lag.txt" '
+		--argjson drained_all "$drained" --argjson data_files "$data_files" --arg early "${early% }" --slurpfile visible "$RUN/visible.json" --rawfile lag "$RUN/lag.txt" '
 		def per_m(t): if $records > 0 then t / $hz / $records * 1e6 else null end;
 		# The lag while the producer ran, and its least-squares slope over the second half.
 		($lag | split("\n") | map(split(" ") | select(length == 2 and .[1] != "-") | map(tonumber))
@@ -340,7 +346,7 @@ run_mode() {
 		   brokers_cpu_s_per_m: per_m($brokers), brokers_cores: ($brokers / $hz / ($window / 1000)),
 		   machine_busy_cores: ($busy / $total * $cores),
 		   others_cores: ($busy / $total * $cores - ($members + $producer + $consumer + $brokers) / $hz / ($window / 1000)),
-		   loadavg_at_start: $load, members_stopped_early: $early}' >>"$DIR/results.jsonl"
+		   table_data_files: $data_files, loadavg_at_start: $load, members_stopped_early: $early}' >>"$DIR/results.jsonl"
 	cleanup_mode
 }
 
@@ -371,9 +377,9 @@ report() {
 		def f(d): if . == null then "–" else (. * pow(10; d) | round / pow(10; d) | tostring) end;
 		def n: if . == null then "–" else (round | tostring | explode | reverse | [_nwise(3)] | map(reverse | implode) | reverse | join(",")) end;
 		.[0] as $b
-		| "| delivery | produced/s | lag max | lag end | lag trend, records/s (of the rate) | drained in, s | produce→visible p50 / p99, ms | every record once | members CPU-s per M | vs \($b.mode) | members, cores | producer CPU-s per M | brokers CPU-s per M | machine busy, cores (others) | load at start |",
-		  "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|",
-		  (.[] | "| \(.mode)\(if (.members_stopped_early // "") != "" then " (\(.members_stopped_early) stopped early)" else "" end) | \(.produced_per_s | n) | \(.lag_max | n) | \(.lag_end | n) | \(.lag_slope_per_s | f(0)) (\(if .lag_slope_per_s == null then "–" else (.lag_slope_per_s / .rate * 100 | f(1)) + " %" end)) | \(.drain_s | f(1))\(if .drained == false then " (gave up)" else "" end) | \(.visible.p50_ms | n) / \(.visible.p99_ms | n) | \(if .visible.distinct == .produced and .visible.records == .produced then "yes" elif .drained == false then "not all within the drain: \(.visible.distinct | n) of \(.produced | n)" else "NO: \(.visible.records | n) read, \(.visible.distinct | n) distinct of \(.produced | n)" end) | \(.members_cpu_s_per_m | f(2)) | \(if $b.members_cpu_s_per_m then (.members_cpu_s_per_m / $b.members_cpu_s_per_m | f(2)) + "×" else "–" end) | \(.members_cores | f(2)) | \(.producer_cpu_s_per_m | f(2)) | \(.brokers_cpu_s_per_m | f(2)) | \(.machine_busy_cores | f(2)) (\(.others_cores | f(2))) | \(.loadavg_at_start) |")
+		| "| delivery | produced/s | lag max | lag end | lag trend, records/s (of the rate) | drained in, s | produce→visible p50 / p99, ms | every record once | members CPU-s per M | vs \($b.mode) | members, cores | producer CPU-s per M | brokers CPU-s per M | table data files | machine busy, cores (others) | load at start |",
+		  "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
+		  (.[] | "| \(.mode)\(if (.members_stopped_early // "") != "" then " (\(.members_stopped_early) stopped early)" else "" end) | \(.produced_per_s | n) | \(.lag_max | n) | \(.lag_end | n) | \(.lag_slope_per_s | f(0)) (\(if .lag_slope_per_s == null then "–" else (.lag_slope_per_s / .rate * 100 | f(1)) + " %" end)) | \(.drain_s | f(1))\(if .drained == false then " (gave up)" else "" end) | \(.visible.p50_ms | n) / \(.visible.p99_ms | n) | \(if .visible.distinct == .produced and .visible.records == .produced then "yes" elif .drained == false then "not all within the drain: \(.visible.distinct | n) of \(.produced | n)" else "NO: \(.visible.records | n) read, \(.visible.distinct | n) distinct of \(.produced | n)" end) | \(.members_cpu_s_per_m | f(2)) | \(if $b.members_cpu_s_per_m then (.members_cpu_s_per_m / $b.members_cpu_s_per_m | f(2)) + "×" else "–" end) | \(.members_cores | f(2)) | \(.producer_cpu_s_per_m | f(2)) | \(.brokers_cpu_s_per_m | f(2)) | \(.table_data_files | n) | \(.machine_busy_cores | f(2)) (\(.others_cores | f(2))) | \(.loadavg_at_start) |")
 	' "$DIR/results.jsonl"
 }
 
