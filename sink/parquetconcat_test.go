@@ -2,11 +2,13 @@ package sink
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -150,5 +152,61 @@ func TestConcatParquetRefusesWhatItCannotMove(t *testing.T) {
 	in := []concatPart{{r: bytes.NewReader(parts[1]), size: int64(len(parts[1]))}, {r: bytes.NewReader(bad), size: int64(len(bad))}}
 	if _, _, err := concatParquet(&bytes.Buffer{}, in); err == nil {
 		t.Fatal("a part cut short was joined")
+	}
+}
+
+// TestStoreJoinedJoinsAFoldersFilesOrStoresThemAlone: the sealed files of
+// three partitions' batches in one folder are stored as one file holding
+// every row; with the spool full (the joined copy cannot be written) they
+// are stored alone under their batches' names, every row still there.
+func TestStoreJoinedJoinsAFoldersFilesOrStoresThemAlone(t *testing.T) {
+	for _, full := range []bool{false, true} {
+		out := t.TempDir()
+		f, err := newFiles(context.Background(), testFilesConfig(t, out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sealed []SealedFile
+		var want []Row
+		t0 := time.Date(2026, 12, 7, 15, 0, 0, 0, time.UTC)
+		for p := range 3 {
+			rows := logRows(t0.Add(time.Duration(p)*time.Minute), 100+p)
+			b := &Batch{Topic: "logs", Partition: p, First: 0, Last: int64(len(rows) - 1), Schema: logSchema, Rows: rows}
+			s, err := f.SealFiles(context.Background(), b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sealed = append(sealed, s...)
+			want = append(want, rows...)
+		}
+		if full {
+			f.spool.fault = func(int) error { return syscall.ENOSPC }
+		}
+		written, err := f.StoreJoined(context.Background(), sealed, "cycle-test")
+		if err != nil {
+			t.Fatalf("full %v: %v", full, err)
+		}
+		wantFiles, joined := 1, 3
+		if full {
+			wantFiles, joined = 3, 0
+		}
+		if len(written) != wantFiles || written[0].Joined != joined {
+			t.Fatalf("full %v: stored %d files (the first joining %d); want %d joining %d", full, len(written), written[0].Joined, wantFiles, joined)
+		}
+		var got []Row
+		var rows int64
+		for _, w := range written {
+			got = append(got, readParquetFile(t, logSchema, filepath.Join(out, w.Key))...)
+			rows += w.Rows
+			if w.Footer == nil || w.Footer.NumRows != w.Rows {
+				t.Fatalf("%s: footer %v for %d rows", w.Key, w.Footer, w.Rows)
+			}
+		}
+		if rows != int64(len(want)) {
+			t.Fatalf("full %v: %d rows said, want %d", full, rows, len(want))
+		}
+		sameRows(t, got, expected(logSchema, want))
+		RemoveSealed(sealed)
+		f.Close()
 	}
 }

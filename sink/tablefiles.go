@@ -93,7 +93,8 @@ func RemoveSealed(files []SealedFile) {
 // (concatParquet), up to max_file_bytes a file, named name-1.parquet,
 // name-2.parquet, … in the folder. A folder with one file stores it
 // alone under its batch's name, as WriteFiles would; files that cannot be
-// joined are stored alone too. The sealed files stay in the spool (a
+// joined (a part concatParquet cannot move, a spool that cannot take the
+// joined copy) are stored alone too. The sealed files stay in the spool (a
 // commit that fails stores them again).
 func (f *Files) StoreJoined(ctx context.Context, files []SealedFile, name string) ([]WrittenFile, error) {
 	type group struct {
@@ -121,33 +122,31 @@ func (f *Files) StoreJoined(ctx context.Context, files []SealedFile, name string
 				size += parts[k].spool.Size()
 				k++
 			}
-			if k == 1 {
-				w, err := f.storeSealed(ctx, parts[0])
+			alone := parts[:k]
+			if k > 1 {
+				n++
+				key := joinKey(f.prefix, g.folder, name+"-"+strconv.Itoa(n)+".parquet")
+				w, err := f.storeJoined(ctx, key, parts[:k])
+				var joining *joinError
+				switch {
+				case errors.As(err, &joining):
+					// Joined or alone, the rows are the same: a spool that
+					// cannot take the joined copy (a full disk) or a part
+					// the join cannot move costs files, not the batches.
+				case err != nil:
+					return nil, err
+				default:
+					stored = append(stored, w)
+					alone = nil
+				}
+			}
+			for _, s := range alone {
+				w, err := f.storeSealed(ctx, s)
 				if err != nil {
 					return nil, err
 				}
 				stored = append(stored, w)
-				parts = parts[1:]
-				continue
 			}
-			n++
-			key := joinKey(f.prefix, g.folder, name+"-"+strconv.Itoa(n)+".parquet")
-			w, err := f.storeJoined(ctx, key, parts[:k])
-			if errors.Is(err, errNotConcatenable) {
-				for _, s := range parts[:k] {
-					w, err := f.storeSealed(ctx, s)
-					if err != nil {
-						return nil, err
-					}
-					stored = append(stored, w)
-				}
-				parts = parts[k:]
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
-			stored = append(stored, w)
 			parts = parts[k:]
 		}
 	}
@@ -163,7 +162,15 @@ func (f *Files) storeSealed(ctx context.Context, s SealedFile) (WrittenFile, err
 	return WrittenFile{Key: s.key, Folder: s.Folder, Rows: s.Rows, Bytes: s.spool.Size(), Footer: s.footer}, nil
 }
 
-// storeJoined joins parts into one spool file and stores it under key.
+// joinError is a join that did not make its file (the spool, or a part
+// concatParquet cannot move): the parts are stored alone instead.
+type joinError struct{ err error }
+
+func (e *joinError) Error() string { return "joining data files: " + e.err.Error() }
+func (e *joinError) Unwrap() error { return e.err }
+
+// storeJoined joins parts into one spool file and stores it under key; a
+// join that fails before the upload is a *joinError.
 func (f *Files) storeJoined(ctx context.Context, key string, parts []SealedFile) (WrittenFile, error) {
 	in := make([]concatPart, len(parts))
 	var rows int64
@@ -173,7 +180,7 @@ func (f *Files) storeJoined(ctx context.Context, key string, parts []SealedFile)
 	}
 	sf, err := f.spool.Create()
 	if err != nil {
-		return WrittenFile{}, err
+		return WrittenFile{}, &joinError{err}
 	}
 	defer sf.Remove()
 	bw := bufio.NewWriterSize(sf, 64<<10)
@@ -182,7 +189,7 @@ func (f *Files) storeJoined(ctx context.Context, key string, parts []SealedFile)
 		err = bw.Flush()
 	}
 	if err != nil {
-		return WrittenFile{}, err
+		return WrittenFile{}, &joinError{err}
 	}
 	if err := f.store.Put(ctx, key, sf, size); err != nil {
 		return WrittenFile{}, err
