@@ -65,7 +65,8 @@ func isFenced(err error) bool {
 }
 
 // MemberCommitter commits with the member's current generation and member
-// id, read at every commit: a worker outlives generations (it keeps its
+// id, read at every commit, the partitions' commits that wait together in
+// one request (offsetBatcher): a worker outlives generations (it keeps its
 // partition across cooperative rebalances). A commit the coordinator
 // refuses because a rebalance is under way (REBALANCE_IN_PROGRESS) or
 // ended before this member heard of it (ILLEGAL_GENERATION) is sent again
@@ -83,6 +84,9 @@ type MemberCommitter struct {
 	// wait bounds the wait for the next generation: the rebalance timeout,
 	// past which the group went on without this member.
 	wait time.Duration
+	// batch sends the partitions' commits that wait together in one
+	// request (commitbatch.go); used when at is nil.
+	batch *offsetBatcher
 }
 
 // NewMemberCommitter commits for member (its generation, or epoch, at
@@ -90,7 +94,8 @@ type MemberCommitter struct {
 // the next generation; at makes the committer of one generation (nil:
 // OffsetCommit through client).
 func NewMemberCommitter(client *kafka.Client, group string, member Generations, owns func(topic string, partition int) bool, wait time.Duration, at func(generation int32, member string) Committer) *MemberCommitter {
-	return &MemberCommitter{client: client, group: group, member: member, owns: owns, wait: wait, at: at}
+	return &MemberCommitter{client: client, group: group, member: member, owns: owns, wait: wait, at: at,
+		batch: &offsetBatcher{client: client, group: group}}
 }
 
 // NewEpochCommitter commits through a consumer-protocol member at epoch.
@@ -102,11 +107,12 @@ func (c *MemberCommitter) Commit(ctx context.Context, topic string, partition in
 	for {
 		changed := c.member.Changed()
 		gen, id := c.member.Current()
-		var g Committer = &GroupCommitter{client: c.client, group: c.group, generation: int(gen), member: id}
+		var err error
 		if c.at != nil {
-			g = c.at(gen, id)
+			err = c.at(gen, id).Commit(ctx, topic, partition, offset, metadata)
+		} else {
+			err = c.batch.commit(ctx, gen, id, topic, partition, offset, metadata)
 		}
-		err := g.Commit(ctx, topic, partition, offset, metadata)
 		if err == nil || !rebalancing(err) || !c.owns(topic, partition) {
 			return err
 		}
