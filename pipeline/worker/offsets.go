@@ -42,18 +42,7 @@ func (g *GroupCommitter) Commit(ctx context.Context, topic string, partition int
 		MemberID:     g.member,
 		Topics:       map[string][]kafka.OffsetCommit{topic: {{Partition: partition, Offset: offset, Metadata: metadata}}},
 	})
-	if err != nil {
-		return fmt.Errorf("committing %s/%d at %d: %w", topic, partition, offset, err)
-	}
-	for _, p := range resp.Topics[topic] {
-		if p.Error != nil {
-			if isFenced(p.Error) {
-				return fmt.Errorf("%w: committing %s/%d: %w", errFenced, topic, partition, p.Error)
-			}
-			return fmt.Errorf("committing %s/%d at %d: %w", topic, partition, offset, p.Error)
-		}
-	}
-	return nil
+	return commitAnswer(&offsetCommit{topic: topic, partition: partition, offset: offset}, resp, err)
 }
 
 // errFenced says the group moved on without this member: stop, write nothing.
