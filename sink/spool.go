@@ -100,6 +100,15 @@ func (s *SpoolFile) ReadAt(p []byte, off int64) (int, error) { return s.f.ReadAt
 // Size is the number of bytes written.
 func (s *SpoolFile) Size() int64 { return s.size }
 
+// linkPath is the file's path for a FileStore's link while it is open
+// and holds size bytes: a spool file is not written again once stored.
+func (s *SpoolFile) linkPath(size int64) (string, bool) {
+	if s.f == nil || s.size != size {
+		return "", false
+	}
+	return s.f.Name(), true
+}
+
 // Name is the file's path, for messages.
 func (s *SpoolFile) Name() string { return s.f.Name() }
 
