@@ -168,7 +168,7 @@ func (s *FileStore) putLink(ctx context.Context, key, path, from string) (linked
 	return true, nil
 }
 
-// syncFile flushes the file at path to the disk.
+// syncFile flushes the file (or folder) at path to the disk.
 func syncFile(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -178,14 +178,8 @@ func syncFile(path string) error {
 	return f.Sync()
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+// syncDir makes dir's entries durable.
+func syncDir(dir string) error { return syncFile(dir) }
 
 // Preflight makes the folder and checks that a file can be created in it.
 func (s *FileStore) Preflight(ctx context.Context) error {
