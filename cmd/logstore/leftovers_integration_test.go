@@ -91,7 +91,11 @@ func leftoverTemps(t *testing.T, out string) []string {
 func finalCleanRun(t *testing.T, cfg, url, bucket string) {
 	t.Helper()
 	began := time.Now()
-	if st, out := runLogstore(t, cfg, "LOGSTORE_RACK=az-a"); !st.Success() {
+	st, out := runLogstore(t, cfg, "LOGSTORE_RACK=az-a")
+	if dir := os.Getenv("CHAOS_LOGS"); dir != "" {
+		os.WriteFile(filepath.Join(dir, "final-clean-run.log"), []byte(out), 0o644)
+	}
+	if !st.Success() {
 		t.Fatalf("the final clean run: %v\n%s", st, tail(out, 30))
 	}
 	var left []string
