@@ -276,8 +276,106 @@ func TestKafkaWriteDoesNotWaitOutTheBatchTimeout(t *testing.T) {
 // staging that does not wait.
 func TestKafkaStagedRowsAreWrittenBeforeWriteReturns(t *testing.T) {
 	c := fakeOut(t)
-	// The first produce request fails every partition with an error no
-	// retry mends: its records come back failed to the sink.
+	failFirstProduce(c)
+	k := lingeringKafka(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	whole := kafkaBatch()
+	for at := 0; at < len(whole.Rows); at += 10 {
+		chunk := *whole
+		chunk.Rows, chunk.Sources, chunk.Staged = whole.Rows[at:at+10], whole.Sources[at:at+10], at
+		if _, err := k.Stage(ctx, &chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if writes := writeStaged(ctx, t, k, whole); writes < 2 {
+		t.Errorf("the first Write succeeded though the first produce failed")
+	}
+}
+
+// A Stage's buffers go to a later Stage only once the brokers acknowledged
+// its records. More is staged than may be in flight (so Stage waits for the
+// oldest and makes the next records of their buffers) while the first
+// produce fails (so failed records are sent again from theirs): every row
+// still reaches the output with its own value.
+func TestKafkaStagedBuffersAreUsedAgainOnlyOnceAcknowledged(t *testing.T) {
+	c := fakeOut(t)
+	failFirstProduce(c)
+	k := lingeringKafka(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rows := logRows(time.Date(2026, 12, 7, 7, 0, 0, 0, time.UTC), 8000)
+	whole := &Batch{Topic: "in", Partition: 7, First: 100, Last: 100 + int64(len(rows)) - 1, Schema: logSchema, Rows: rows}
+	for i := range rows {
+		whole.Sources = append(whole.Sources, Source{Offset: 100 + int64(i)})
+	}
+	var staged int64
+	for at := 0; at < len(rows); at += 250 {
+		chunk := *whole
+		chunk.Rows, chunk.Sources, chunk.Staged = rows[at:at+250], whole.Sources[at:at+250], at
+		for try := 0; ; try++ {
+			_, err := k.Stage(ctx, &chunk)
+			if err == nil {
+				break
+			}
+			if try > 5 {
+				t.Fatalf("staging rows %d..: %v", at, err)
+			}
+			t.Logf("staging rows %d..: %v", at, err) // the failed produce, sent again
+		}
+		staged = max(staged, k.HeldBytes(whole.Topic, whole.Partition, whole.Prefix))
+	}
+	if staged <= k.stagedInFlight() {
+		t.Fatalf("at most %d bytes were in flight, not over the %d that make Stage wait and reuse buffers", staged, k.stagedInFlight())
+	}
+	writeStaged(ctx, t, k, whole)
+}
+
+// writeStaged cuts the batch whose rows whole.Rows were staged, trying Write
+// again as the worker does, and checks that every row is in topic "out"
+// with its own value; it returns how many Writes it took.
+func writeStaged(ctx context.Context, t *testing.T, k *Kafka, whole *Batch) (writes int) {
+	t.Helper()
+	rows := whole.Rows
+	cut := *whole
+	cut.Rows, cut.Sources, cut.Staged = nil, nil, len(rows)
+	for {
+		writes++
+		err := k.Write(ctx, &cut)
+		if err == nil {
+			break
+		}
+		if writes > 5 {
+			t.Fatalf("Write after %d attempts: %v", writes, err)
+		}
+		t.Logf("Write %d: %v", writes, err)
+	}
+	if k.HeldBytes(whole.Topic, whole.Partition, whole.Prefix) != 0 {
+		t.Error("the sink still holds staged records after Write")
+	}
+	seen := map[int64]int{}
+	readOut(ctx, k.brokers, 3, func(m kafka.Message) {
+		off, _ := strconv.ParseInt(headerValue(m, HeaderSourceOffset), 10, 64)
+		if off < whole.First || off-whole.First >= int64(len(rows)) {
+			t.Errorf("a record with source offset header %q, not one of the batch's", headerValue(m, HeaderSourceOffset))
+			return
+		}
+		if j, _ := appendRowJSON(nil, logSchema, rows[off-whole.First]); string(m.Value) != string(j) {
+			t.Errorf("offset %d: value %.80s, want %.80s", off, m.Value, j)
+		}
+		seen[off]++
+	})
+	for i := range rows {
+		if seen[whole.First+int64(i)] == 0 {
+			t.Errorf("source offset %d is not in the output", whole.First+int64(i))
+		}
+	}
+	return writes
+}
+
+// failFirstProduce fails every partition of c's first produce request with
+// an error no retry mends: its records come back failed to the sink.
+func failFirstProduce(c *kfake.Cluster) {
 	c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 		req := kreq.(*kmsg.ProduceRequest)
 		res := req.ResponseKind().(*kmsg.ProduceResponse)
@@ -294,50 +392,6 @@ func TestKafkaStagedRowsAreWrittenBeforeWriteReturns(t *testing.T) {
 		}
 		return res, nil, true
 	})
-	k := lingeringKafka(t, c)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	whole := kafkaBatch()
-	for at := 0; at < len(whole.Rows); at += 10 {
-		chunk := *whole
-		chunk.Rows, chunk.Sources, chunk.Staged = whole.Rows[at:at+10], whole.Sources[at:at+10], at
-		if _, err := k.Stage(ctx, &chunk); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cut := *whole
-	cut.Rows, cut.Sources, cut.Staged = nil, nil, len(whole.Rows)
-	var writes int
-	for {
-		writes++
-		err := k.Write(ctx, &cut)
-		if err == nil {
-			break
-		}
-		if writes > 5 {
-			t.Fatalf("Write after %d attempts: %v", writes, err)
-		}
-		t.Logf("Write %d: %v", writes, err)
-	}
-	if writes < 2 {
-		t.Errorf("the first Write succeeded though the first produce failed")
-	}
-	if k.HeldBytes(whole.Topic, whole.Partition, whole.Prefix) != 0 {
-		t.Error("the sink still holds staged records after Write")
-	}
-	seen := map[int64]int{}
-	readOut(ctx, c.ListenAddrs(), 3, func(m kafka.Message) {
-		off, _ := strconv.ParseInt(headerValue(m, HeaderSourceOffset), 10, 64)
-		if j, _ := appendRowJSON(nil, logSchema, whole.Rows[off-100]); string(m.Value) != string(j) {
-			t.Errorf("offset %d: value %s", off, m.Value)
-		}
-		seen[off]++
-	})
-	for i := range whole.Rows {
-		if seen[100+int64(i)] == 0 {
-			t.Errorf("source offset %d is not in the output", 100+i)
-		}
-	}
 }
 
 // fakeOut is a one-broker kfake cluster with a 3-partition topic "out".
@@ -439,14 +493,20 @@ func BenchmarkKafkaRecords(b *testing.B) {
 	}
 	// first-guess: the JSON buffer sized at 256 bytes a row (these rows'
 	// JSON is ~500), grown as it fills; learned: sized from the last
-	// encoding, as the sink does (Kafka.records).
+	// encoding (Kafka.records); pooled: the buffers of records the
+	// brokers acknowledged used again, as Stage does.
 	k := &Kafka{cfg: cfg}
 	for _, v := range []struct {
 		name   string
 		encode func() ([]producer.Record, error)
 	}{
 		{"first-guess", func() ([]producer.Record, error) { return kafkaRecords(cfg, batch) }},
-		{"learned", func() ([]producer.Record, error) { return k.records(batch) }},
+		{"learned", func() ([]producer.Record, error) { return k.records(batch, new(recordBuffers)) }},
+		{"pooled", func() ([]producer.Record, error) {
+			rb := getRecordBuffers()
+			defer rb.put()
+			return k.records(batch, rb)
+		}},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			b.SetBytes(size)
