@@ -281,13 +281,7 @@ func TestKafkaStagedRowsAreWrittenBeforeWriteReturns(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	whole := kafkaBatch()
-	for at := 0; at < len(whole.Rows); at += 10 {
-		chunk := *whole
-		chunk.Rows, chunk.Sources, chunk.Staged = whole.Rows[at:at+10], whole.Sources[at:at+10], at
-		if _, err := k.Stage(ctx, &chunk); err != nil {
-			t.Fatal(err)
-		}
-	}
+	stageKafkaInChunks(ctx, t, k, whole, 10, 0)
 	if writes := writeStaged(ctx, t, k, whole); writes < 2 {
 		t.Errorf("the first Write succeeded though the first produce failed")
 	}
@@ -309,26 +303,35 @@ func TestKafkaStagedBuffersAreUsedAgainOnlyOnceAcknowledged(t *testing.T) {
 	for i := range rows {
 		whole.Sources = append(whole.Sources, Source{Offset: 100 + int64(i)})
 	}
-	var staged int64
-	for at := 0; at < len(rows); at += 250 {
+	staged := stageKafkaInChunks(ctx, t, k, whole, 250, 5)
+	if staged <= k.stagedInFlight() {
+		t.Fatalf("at most %d bytes were in flight, not over the %d that make Stage wait and reuse buffers", staged, k.stagedInFlight())
+	}
+	writeStaged(ctx, t, k, whole)
+}
+
+// stageKafkaInChunks stages whole's rows n at a time, each chunk tried again up
+// to retries times as the worker does (a Stage that waits for earlier rows
+// reports their failed produce), and returns the most the sink held in
+// flight after a chunk.
+func stageKafkaInChunks(ctx context.Context, t *testing.T, k *Kafka, whole *Batch, n, retries int) (held int64) {
+	t.Helper()
+	for at := 0; at < len(whole.Rows); at += n {
 		chunk := *whole
-		chunk.Rows, chunk.Sources, chunk.Staged = rows[at:at+250], whole.Sources[at:at+250], at
+		chunk.Rows, chunk.Sources, chunk.Staged = whole.Rows[at:at+n], whole.Sources[at:at+n], at
 		for try := 0; ; try++ {
 			_, err := k.Stage(ctx, &chunk)
 			if err == nil {
 				break
 			}
-			if try > 5 {
+			if try >= retries {
 				t.Fatalf("staging rows %d..: %v", at, err)
 			}
 			t.Logf("staging rows %d..: %v", at, err) // the failed produce, sent again
 		}
-		staged = max(staged, k.HeldBytes(whole.Topic, whole.Partition, whole.Prefix))
+		held = max(held, k.HeldBytes(whole.Topic, whole.Partition, whole.Prefix))
 	}
-	if staged <= k.stagedInFlight() {
-		t.Fatalf("at most %d bytes were in flight, not over the %d that make Stage wait and reuse buffers", staged, k.stagedInFlight())
-	}
-	writeStaged(ctx, t, k, whole)
+	return held
 }
 
 // writeStaged cuts the batch whose rows whole.Rows were staged, trying Write
