@@ -170,6 +170,7 @@ func (m *Metrics) watch(s *worker.Stats, f *fetch.Stats, readerRack string) {
 		counter("logstore_dead_letters_unwritable_total", "Dead letters no destination took; each is logged with its coordinates and reason.", s.UnwritableLetters.Load),
 		counter("logstore_offset_resets_total", "Positions outside the log (before its start or past its end) moved by kafka.on_offset_out_of_range.", s.OffsetResets.Load),
 		counter("logstore_recut_over_budget_bytes_total", "Bytes re-cuts and backfills took beyond batch.memory_budget rather than wait for it.", s.RecutOverBudget.Load),
+		counter("logstore_floor_fetches_total", "Fetches of 16 KiB a partition holding almost nothing made past batch.memory_budget while records already fetched by others held it over its size.", s.FloorFetches.Load),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "logstore_backpressure_seconds_total", Help: "Time fetching waited for memory."},
 			func() float64 { return time.Duration(s.BackpressureNanos.Load()).Seconds() }),
 		&fetchCollector{f: f, rack: readerRack},

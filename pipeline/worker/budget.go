@@ -26,11 +26,12 @@ type Budget struct {
 	waiters list.List // of *budgetWaiter
 }
 
-// budgetWaiter is one acquire waiting for n bytes; ready is closed once
-// they are its.
+// budgetWaiter is one acquire waiting for n bytes, or for floor while
+// the budget is over its size (acquireOrFloor); ready is closed once got
+// bytes are its.
 type budgetWaiter struct {
-	n     int64
-	ready chan struct{}
+	n, floor, got int64
+	ready         chan struct{}
 }
 
 func NewBudget(size int64) *Budget {
@@ -57,39 +58,68 @@ func (b *Budget) fits(n int64) bool { return b.used+n <= b.size || b.used == 0 }
 
 // acquire waits until n fits.
 func (b *Budget) acquire(ctx context.Context, n int64) error {
+	_, err := b.acquireOrFloor(ctx, n, 0)
+	return err
+}
+
+// acquireOrFloor waits until n fits, or, while the budget is over its
+// size, takes floor (> 0) past it, and returns what it took. Only bytes
+// already in memory put the budget over its size (force: a fetch that
+// decompressed to more than its reservation, a re-cut), and they come
+// back only as their partition works through them: a flood of large
+// records behind one compressed fetch held a 16 MiB budget at 40 MB for
+// as long as its partition took to write it (27-57 s in the chaos suite),
+// and a partition waiting for its fetch's bytes stood still all that
+// time. The caller gives a floor only where it holds (almost) nothing of
+// the budget itself, so the excess this lets in is a floor per partition.
+func (b *Budget) acquireOrFloor(ctx context.Context, n, floor int64) (int64, error) {
 	b.mu.Lock()
-	if b.fits(n) {
-		b.used += n
+	w := &budgetWaiter{n: n, floor: floor, ready: make(chan struct{})}
+	if b.take(w) {
 		b.mu.Unlock()
-		return nil
+		return w.got, nil
 	}
-	w := &budgetWaiter{n: n, ready: make(chan struct{})}
 	e := b.waiters.PushBack(w)
 	b.mu.Unlock()
 	select {
 	case <-w.ready:
-		return nil
+		return w.got, nil
 	case <-ctx.Done():
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		select {
 		case <-w.ready: // granted meanwhile: give it back
-			b.used -= n
+			b.used -= w.got
 			b.grant()
 		default:
 			b.waiters.Remove(e)
 		}
-		return ctx.Err()
+		return 0, ctx.Err()
 	}
 }
 
-// grant hands bytes to every waiter that fits now, oldest first, as each
-// waiter used to take them when it woke. Called with mu held.
+// take gives w its bytes if it may have them now: n if they fit, its
+// floor while the budget is over its size. Called with mu held.
+func (b *Budget) take(w *budgetWaiter) bool {
+	switch {
+	case b.fits(w.n):
+		w.got = w.n
+	case w.floor > 0 && b.used > b.size:
+		w.got = w.floor
+	default:
+		return false
+	}
+	b.used += w.got
+	return true
+}
+
+// grant hands bytes to every waiter that may have them now (take), oldest
+// first, as each waiter used to take them when it woke. Called with mu
+// held.
 func (b *Budget) grant() {
 	for e := b.waiters.Front(); e != nil; {
 		next := e.Next()
-		if w := e.Value.(*budgetWaiter); b.fits(w.n) {
-			b.used += w.n
+		if w := e.Value.(*budgetWaiter); b.take(w) {
 			b.waiters.Remove(e)
 			close(w.ready)
 		}
@@ -103,6 +133,9 @@ func (b *Budget) grant() {
 func (b *Budget) force(n int64) {
 	b.mu.Lock()
 	b.used += n
+	if b.used > b.size {
+		b.grant() // waiters with a floor may have it now
+	}
 	b.mu.Unlock()
 }
 

@@ -3,7 +3,9 @@ package worker
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -259,5 +261,128 @@ func TestPartitionsWithLittleToSayLeaveTheBudgetToOthers(t *testing.T) {
 	parked.Wait()
 	if shared.inUse() != 0 {
 		t.Errorf("%d bytes of the budget still held after the runs", shared.inUse())
+	}
+}
+
+// TestAPartitionWithFewRecordsIsNotStarvedByAFlood: a partition with a
+// few records left must get its next fetch while another drains a flood
+// whose fetch, decompressed, holds more than the budget. The flooded
+// partition's records are in memory already and were taken past the
+// size; the other partition's fetch waited for bytes that came back only
+// once the whole flood was decoded and written: in the chaos suite a
+// partition's last five records waited out 3,000 malformed 12 KiB records
+// in another (27-57 s, its offset standing still), their LZ4 fetch 36 MB
+// decompressed against a 16 MiB budget. A partition that holds (almost)
+// nothing of the budget now fetches a small amount past it rather than
+// wait.
+func TestAPartitionWithFewRecordsIsNotStarvedByAFlood(t *testing.T) {
+	const flood, few = 3000, 5
+	shared := NewBudget(4 << 20)
+	var floodAt atomic.Int64 // the flood's committed offset
+	fewDoneAt := int64(-1)   // floodAt when the few records were committed
+	pad := strings.Repeat("x", 12<<10)
+	big := make([][]byte, flood)
+	for i := range big {
+		big[i] = fmt.Appendf(nil, `{"n": %d, "pad": %q}`, i, pad)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // a deadlock guard
+	defer cancel()
+	// One fetch returns the whole flood (36 MB; compressed it fits in a
+	// fetch); a sink that cannot stage and takes a while per batch, as
+	// the exactly-once output's transaction, holds a batch's bytes until
+	// it is written.
+	flooded, _, _, _ := testWorker(t, &fakeLog{values: big, perFetch: flood}, 0, "dead_letter")
+	flooded.Budget, flooded.FetchMax, flooded.Limits.MaxBytes = shared, 1<<20, 0
+	flooded.Sinks = []sink.Sink{&slowSink{each: 5 * time.Millisecond}}
+	flooded.Commit = committerFunc(func(o int64) { floodAt.Store(o) })
+	errs := make(chan error, 2)
+	go func() { errs <- flooded.Run(ctx, position{Offset: 0, Cut: -1}) }()
+	for deadline := time.Now().Add(20 * time.Second); flooded.Stats.Batches.Load() < 5; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the flooded partition did not start")
+		}
+	}
+	small, _, _, _ := testWorker(t, &fakeLog{values: logValues(few, nil, nil), perFetch: 100}, 0, "dead_letter")
+	small.Budget, small.FetchMax, small.Limits.MaxBytes = shared, 1<<20, 0
+	small.Commit = committerFunc(func(o int64) {
+		if o == few {
+			fewDoneAt = floodAt.Load()
+		}
+	})
+	go func() { errs <- small.Run(ctx, position{Offset: 0, Cut: -1}) }()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fewDoneAt < 0 || fewDoneAt >= flood/2 {
+		t.Errorf("the partition with %d records was committed when the flood stood at %d of %d (waited for memory %s): want it done while the flood drains",
+			few, fewDoneAt, flood, time.Duration(small.Stats.BackpressureNanos.Load()).Round(time.Millisecond))
+	}
+	if shared.inUse() != 0 {
+		t.Errorf("%d bytes of the budget still held after the runs", shared.inUse())
+	}
+}
+
+// slowSink is a sink that cannot stage and takes each for a batch.
+type slowSink struct{ each time.Duration }
+
+func (s *slowSink) Write(context.Context, *sink.Batch) error { time.Sleep(s.each); return nil }
+func (s *slowSink) Close() error                             { return nil }
+
+// committerFunc commits by calling itself with the offset.
+type committerFunc func(offset int64)
+
+func (f committerFunc) Commit(_ context.Context, _ string, _ int, offset int64, _ string) error {
+	f(offset)
+	return nil
+}
+
+// TestBudgetFloorOnlyPastItsSize: a waiter with a floor gets it once bytes
+// taken past the size (force) put the budget over it, not before, and a
+// waiter without one goes on waiting for its bytes.
+func TestBudgetFloorOnlyPastItsSize(t *testing.T) {
+	b := NewBudget(10)
+	if err := b.acquire(context.Background(), 8); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		got int64
+		err error
+	}
+	floored, plain := make(chan answer, 1), make(chan answer, 1)
+	go func() { got, err := b.acquireOrFloor(context.Background(), 6, 2); floored <- answer{got, err} }()
+	go func() { got, err := b.acquireOrFloor(context.Background(), 6, 0); plain <- answer{got, err} }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		b.mu.Lock()
+		queued := b.waiters.Len()
+		b.mu.Unlock()
+		if queued == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the acquires did not queue")
+		}
+	}
+	if b.inUse() != 8 {
+		t.Fatalf("%d in use while the budget is within its size, want 8: nobody takes a floor then", b.inUse())
+	}
+	b.force(5) // 13 of 10: a record already in memory
+	select {
+	case a := <-floored:
+		if a.err != nil || a.got != 2 {
+			t.Errorf("the waiter with a floor got %d (%v), want its floor 2", a.got, a.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter with a floor still waits past the size")
+	}
+	select {
+	case a := <-plain:
+		t.Fatalf("the waiter without a floor got %d past the size", a.got)
+	case <-time.After(50 * time.Millisecond):
+	}
+	b.release(13) // everything but the floor back: 2 held, 6 fits
+	if a := <-plain; a.err != nil || a.got != 6 || b.inUse() != 8 {
+		t.Errorf("the waiter without a floor got %d (%v), %d in use; want 6, 8", a.got, a.err, b.inUse())
 	}
 }

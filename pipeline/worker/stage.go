@@ -188,9 +188,11 @@ func (w *Worker) reserveFetch(ctx context.Context) error {
 			return err
 		}
 	default:
-		if err := w.makeRoom(ctx, n, false); err != nil {
+		got, err := w.makeRoom(ctx, n, false)
+		if err != nil {
 			return err
 		}
+		n = got
 	}
 	w.fetchHeld = n
 	if r, ok := w.Reader.(fetchLimiter); ok {
@@ -230,13 +232,18 @@ func (w *Worker) recutReserve(ctx context.Context, n int64) error {
 // once, past the size, and the next fetch waits for them instead; its dead
 // letters are cut then only once they hold a hold chunk, so a budget that
 // other partitions spent does not cut a batch at every malformed record.
-func (w *Worker) makeRoom(ctx context.Context, n int64, fetched bool) error {
+// It returns the bytes it took: n, or for a fetch fetchFloor past a
+// budget that is over its size, when the open batch holds less
+// (Budget.acquireOrFloor: the excess is records already in memory,
+// another partition's, and may take that partition's whole flood to
+// come back).
+func (w *Worker) makeRoom(ctx context.Context, n int64, fetched bool) (int64, error) {
 	staged, err := w.stage(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if staged && w.Budget.tryAcquire(n) {
-		return nil
+		return n, nil
 	}
 	b := &w.batch
 	// What staging cannot give back: the dead letters and the sinks' sort
@@ -256,7 +263,7 @@ func (w *Worker) makeRoom(ctx context.Context, n int64, fetched bool) error {
 		w.Log.Info("batch cut: the memory budget", "first", b.first, "last", w.next-1, "held_bytes", held,
 			"budget_bytes", w.Budget.size, "staged", staged)
 		if err := w.flush(ctx, w.next-1); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	// A fetched record's bytes are in memory already: waiting for them
@@ -266,14 +273,22 @@ func (w *Worker) makeRoom(ctx context.Context, n int64, fetched bool) error {
 		if !w.Budget.tryAcquire(n) {
 			w.Budget.force(n)
 		}
-		return nil
+		return n, nil
+	}
+	var floor int64
+	if b.bytes < fetchFloor {
+		floor = min(n, fetchFloor)
 	}
 	start := time.Now()
-	if err := w.Budget.acquire(ctx, n); err != nil {
-		return err
+	got, err := w.Budget.acquireOrFloor(ctx, n, floor)
+	if err != nil {
+		return 0, err
 	}
 	w.Stats.BackpressureNanos.Add(int64(time.Since(start)))
-	return nil
+	if got < n {
+		w.Stats.FloorFetches.Add(1)
+	}
+	return got, nil
 }
 
 // settleFetch notes when the first record arrived, and corrects the fetch's

@@ -23,6 +23,7 @@ type Stats struct {
 	UnwritableLetters atomic.Int64 // dead letters no destination could take (logged instead)
 	OffsetResets      atomic.Int64 // on_offset_out_of_range applied: a position outside the log
 	RecutOverBudget   atomic.Int64 // bytes re-cuts held beyond batch.memory_budget instead of waiting
+	FloorFetches      atomic.Int64 // fetches of fetchFloor past a budget over its size (Budget.acquireOrFloor)
 	FirstRecord       atomic.Int64 // when the first record arrived, Unix nanoseconds; 0 before
 }
 

@@ -423,7 +423,7 @@ func (w *Worker) reserve(ctx context.Context, m *record.Record) error {
 		w.batch.bytes += n
 		return nil
 	}
-	if err := w.makeRoom(ctx, n, true); err != nil {
+	if _, err := w.makeRoom(ctx, n, true); err != nil {
 		return err
 	}
 	w.batch.bytes += n
