@@ -222,6 +222,8 @@ type stall struct {
 	d         time.Duration // how long it stood still
 	outside   time.Duration // of d, the time no fault was under way
 	at        time.Time     // when it began
+	offset    int64         // the committed offset it stood at
+	metadata  string        // that commit's metadata
 }
 
 // s3BehindProxy is a bucket the members reach through a fault proxy (the
@@ -288,6 +290,7 @@ func watchStalls(t *testing.T, group, topic string, ends []int64, faults *faultW
 		parts[p] = p
 	}
 	last := make([]int64, len(ends))
+	meta := make([]string, len(ends))
 	since := make([]time.Time, len(ends))
 	for p := range since {
 		since[p] = time.Now()
@@ -297,7 +300,7 @@ func watchStalls(t *testing.T, group, topic string, ends []int64, faults *faultW
 		worst stall
 	)
 	judge := func(p int, now time.Time) {
-		st := stall{partition: p, d: now.Sub(since[p]), outside: faults.outside(since[p], now), at: since[p]}
+		st := stall{partition: p, d: now.Sub(since[p]), outside: faults.outside(since[p], now), at: since[p], offset: last[p], metadata: meta[p]}
 		if st.outside > worst.outside {
 			worst = st
 		}
@@ -322,7 +325,7 @@ func watchStalls(t *testing.T, group, topic string, ends []int64, faults *faultW
 				switch {
 				case o < 0:
 				case o != last[p]:
-					last[p], since[p] = o, now
+					last[p], meta[p], since[p] = o, po.Metadata, now
 				case o < ends[p]:
 					judge(p, now)
 				}
@@ -422,7 +425,7 @@ func stallTimeline(t *testing.T, group string, st stall, members []*chaosMember)
 	}
 	slices.SortStableFunc(lines, func(a, b line) int { return a.at.Compare(b.at) })
 	var b strings.Builder
-	fmt.Fprintf(&b, "what happened around the stall of partition %d (%s to %s):\n", st.partition, from.Format("15:04:05.000"), to.Format("15:04:05.000"))
+	fmt.Fprintf(&b, "what happened around the stall of partition %d at offset %d (metadata %q) (%s to %s):\n", st.partition, st.offset, st.metadata, from.Format("15:04:05.000"), to.Format("15:04:05.000"))
 	const most = 150
 	for i, l := range lines {
 		if i == most {

@@ -485,7 +485,8 @@ func TestChaos(t *testing.T) {
 	if err := os.WriteFile(unlimited, []byte(strings.Replace(readFile(t, cfg), "  max_records_per_second: "+strconv.Itoa(rate)+"\n", "", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	finalCleanRun(t, unlimited, url, "s3://"+bucket)
+	final := &chaosMember{rack: "az-a, the final clean run", runs: []*strings.Builder{{}}}
+	final.runs[0].WriteString(finalCleanRun(t, unlimited, url, "s3://"+bucket))
 	if got := committedTotal(t, group, topic, partitions); got < end {
 		t.Errorf("after the final clean run the group committed %d of %d", got, end)
 	}
@@ -502,7 +503,7 @@ func TestChaos(t *testing.T) {
 		t.Errorf("partition %d stood still for %s with records to read (from %.1fs into the run), %s of it while no fault was under way: "+
 			"a partition may wait out a fault, not more (stallSlack %s)", worst.partition, worst.d.Round(time.Second), worst.at.Sub(began).Seconds(),
 			worst.outside.Round(time.Second), stallSlack)
-		t.Log(stallTimeline(t, group, worst, append(members, visitors...)))
+		t.Log(stallTimeline(t, group, worst, append(append(members, visitors...), final)))
 	}
 
 	t.Setenv("AWS_ENDPOINT_URL_S3", direct) // pyarrow reads the bucket itself

@@ -88,7 +88,7 @@ func leftoverTemps(t *testing.T, out string) []string {
 // partition, so its start must remove every temporary file and unfinished
 // upload the kills left (sink/leftovers.go). None may be left below url,
 // nor in bucket (s3://BUCKET, the table's files; "" for none).
-func finalCleanRun(t *testing.T, cfg, url, bucket string) {
+func finalCleanRun(t *testing.T, cfg, url, bucket string) (output string) {
 	t.Helper()
 	began := time.Now()
 	st, out := runLogstore(t, cfg, "LOGSTORE_RACK=az-a")
@@ -109,6 +109,7 @@ func finalCleanRun(t *testing.T, cfg, url, bucket string) {
 		t.Errorf("after the final clean run, %d temporary files or unfinished uploads are left, want 0: %v", len(left), left[:min(10, len(left))])
 	}
 	t.Logf("the final clean run took %s and left %d temporary files or unfinished uploads (%s)", time.Since(began).Round(time.Millisecond), len(left), url)
+	return out
 }
 
 // TestE2EKilledWritesLeaveNoTemporaryFiles kills the job while it stores
