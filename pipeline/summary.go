@@ -22,7 +22,8 @@ type Summary struct {
 	Batches          int64            `json:"batches"`
 	LostRecords      int64            `json:"lost_records"`
 	RecordsPerSecond float64          `json:"records_per_second"`
-	WaitedForMemory  time.Duration    `json:"waited_for_memory_ns"` // fetching paused by batch.memory_budget, summed over partitions
+	WaitedForMemory  time.Duration    `json:"waited_for_memory_ns"`    // fetching paused by batch.memory_budget, summed over partitions
+	FloorFetches     int64            `json:"floor_fetches,omitempty"` // fetches of 16 KiB past a budget held over its size (logstore_floor_fetches_total)
 	SameRackBytes    int64            `json:"same_rack_bytes"`
 	CrossRackBytes   int64            `json:"cross_rack_bytes"`
 	BytesByRack      map[string]int64 `json:"bytes_by_broker_rack"`
@@ -38,6 +39,7 @@ func (j *Job) Summary() Summary {
 		DeadLetters: s.DeadLetters.Load(), Skipped: s.Skipped.Load(), Batches: s.Batches.Load(),
 		LostRecords: s.LostRecords.Load(), SameRackBytes: f.SameRackBytes, CrossRackBytes: f.CrossRackBytes,
 		BytesByRack: f.ByRack(), Started: s.Started, WaitedForMemory: time.Duration(s.BackpressureNanos.Load()),
+		FloorFetches: s.FloorFetches.Load(),
 	}
 	if t := s.FirstRecord.Load(); t != 0 {
 		sum.FirstRecord = time.Unix(0, t)
@@ -69,6 +71,9 @@ func (s Summary) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "  dead letters     %d\n", s.DeadLetters)
 	if s.WaitedForMemory > 0 {
 		fmt.Fprintf(w, "  waited for memory %s (summed over partitions; batch.memory_budget)\n", s.WaitedForMemory.Round(time.Millisecond))
+	}
+	if s.FloorFetches > 0 {
+		fmt.Fprintf(w, "  floor fetches     %d (16 KiB each past a budget records already fetched held over its size)\n", s.FloorFetches)
 	}
 	if s.Filtered+s.Skipped+s.LostRecords > 0 {
 		fmt.Fprintf(w, "  filtered         %d, skipped %d, lost to retention %d\n", s.Filtered, s.Skipped, s.LostRecords)

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"sync"
+	"time"
 )
 
 // Budget is `batch.memory_budget`: the bytes a member holds for records
@@ -18,6 +19,12 @@ type Budget struct {
 	mu   sync.Mutex
 	size int64
 	used int64
+	// floorOut: a floor was taken past the size and its fetch is not
+	// done (floorBack); one at a time (acquireOrFloor).
+	floorOut bool
+	// floorAfter is how long a waiter waits before it may take a floor
+	// (floorWait; tests shorten it).
+	floorAfter time.Duration
 	// waiters are the acquires that did not fit, oldest first. A release
 	// hands bytes to those that fit now and wakes only them: with 600 idle
 	// partitions, each empty fetch's release woke every waiting worker
@@ -31,12 +38,20 @@ type Budget struct {
 // bytes are its.
 type budgetWaiter struct {
 	n, floor, got int64
+	since         time.Time // when it began to wait
 	ready         chan struct{}
 }
 
 func NewBudget(size int64) *Budget {
-	return &Budget{size: size}
+	return &Budget{size: size, floorAfter: floorWait}
 }
+
+// floorWait is how long a fetch waits for its bytes before it may take a
+// floor past a budget that is over its size: a fetch that decompressed
+// past its reservation is decoded and given back within milliseconds,
+// and waiting that out is the budget doing its job; a flood held behind
+// one fetch takes seconds to minutes.
+const floorWait = time.Second
 
 // clamp lets a single record larger than the whole budget through alone;
 // callers acquire and later release the clamped amount.
@@ -62,19 +77,26 @@ func (b *Budget) acquire(ctx context.Context, n int64) error {
 	return err
 }
 
-// acquireOrFloor waits until n fits, or, while the budget is over its
-// size, takes floor (> 0) past it, and returns what it took. Only bytes
-// already in memory put the budget over its size (force: a fetch that
-// decompressed to more than its reservation, a re-cut), and they come
-// back only as their partition works through them: a flood of large
-// records behind one compressed fetch held a 16 MiB budget at 40 MB for
-// as long as its partition took to write it (27-57 s in the chaos suite),
-// and a partition waiting for its fetch's bytes stood still all that
-// time. The caller gives a floor only where it holds (almost) nothing of
-// the budget itself, so the excess this lets in is a floor per partition.
+// acquireOrFloor waits until n fits, or, once it waited floorWait while
+// the budget is over its size and no other floor is out, takes floor
+// (> 0) past it (checked whenever bytes come back or go past), and returns
+// what it took; a caller that got less than n gives the floor back with
+// floorBack once its fetch is done. Only bytes already in memory put the
+// budget over its size (force: a fetch that decompressed to more than
+// its reservation, a re-cut), and they come back only as their partition
+// works through them: a flood of large records behind one compressed
+// fetch held a 16 MiB budget at 40 MB for as long as its partition took
+// to write it (27-57 s in the chaos suite), and a partition waiting for
+// its fetch's bytes stood still all that time. The caller gives a floor
+// only where it holds (almost) nothing of the budget itself. One floor at
+// a time, oldest waiter first, to a fetch that waited floorWait, bounds
+// what this lets in to one small fetch now and then: with a floor for
+// every partition that asked at once, 600 partitions catching up each
+// fetched past a budget their own fetches had put over its size for a
+// moment, and the member's peak RSS doubled.
 func (b *Budget) acquireOrFloor(ctx context.Context, n, floor int64) (int64, error) {
 	b.mu.Lock()
-	w := &budgetWaiter{n: n, floor: floor, ready: make(chan struct{})}
+	w := &budgetWaiter{n: n, floor: floor, since: time.Now(), ready: make(chan struct{})}
 	if b.take(w) {
 		b.mu.Unlock()
 		return w.got, nil
@@ -104,13 +126,22 @@ func (b *Budget) take(w *budgetWaiter) bool {
 	switch {
 	case b.fits(w.n):
 		w.got = w.n
-	case w.floor > 0 && b.used > b.size:
-		w.got = w.floor
+	case w.floor > 0 && b.used > b.size && !b.floorOut && time.Since(w.since) >= b.floorAfter:
+		w.got, b.floorOut = w.floor, true
 	default:
 		return false
 	}
 	b.used += w.got
 	return true
+}
+
+// floorBack says the fetch a floor was taken for is done (its bytes are
+// released as any fetch's): another waiter may take a floor.
+func (b *Budget) floorBack() {
+	b.mu.Lock()
+	b.floorOut = false
+	b.grant()
+	b.mu.Unlock()
 }
 
 // grant hands bytes to every waiter that may have them now (take), oldest

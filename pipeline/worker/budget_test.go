@@ -278,6 +278,7 @@ func TestPartitionsWithLittleToSayLeaveTheBudgetToOthers(t *testing.T) {
 func TestAPartitionWithFewRecordsIsNotStarvedByAFlood(t *testing.T) {
 	const flood, few = 3000, 5
 	shared := NewBudget(4 << 20)
+	shared.floorAfter = 50 * time.Millisecond // the flood takes about a second
 	var floodAt atomic.Int64 // the flood's committed offset
 	fewDoneAt := int64(-1)   // floodAt when the few records were committed
 	pad := strings.Repeat("x", 12<<10)
@@ -339,10 +340,12 @@ func (f committerFunc) Commit(_ context.Context, _ string, _ int, offset int64, 
 }
 
 // TestBudgetFloorOnlyPastItsSize: a waiter with a floor gets it once bytes
-// taken past the size (force) put the budget over it, not before, and a
-// waiter without one goes on waiting for its bytes.
+// taken past the size (force) put the budget over it, not before, one
+// floor at a time, and a waiter without one goes on waiting for its
+// bytes.
 func TestBudgetFloorOnlyPastItsSize(t *testing.T) {
 	b := NewBudget(10)
+	b.floorAfter = 0
 	if err := b.acquire(context.Background(), 8); err != nil {
 		t.Fatal(err)
 	}
@@ -376,12 +379,23 @@ func TestBudgetFloorOnlyPastItsSize(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the waiter with a floor still waits past the size")
 	}
+	// One floor at a time: the next waits until the first one's fetch
+	// is done.
+	second := make(chan answer, 1)
+	go func() { got, err := b.acquireOrFloor(context.Background(), 6, 2); second <- answer{got, err} }()
 	select {
 	case a := <-plain:
 		t.Fatalf("the waiter without a floor got %d past the size", a.got)
+	case a := <-second:
+		t.Fatalf("a second floor (%d) was taken while the first was out", a.got)
 	case <-time.After(50 * time.Millisecond):
 	}
-	b.release(13) // everything but the floor back: 2 held, 6 fits
+	b.floorBack()
+	if a := <-second; a.err != nil || a.got != 2 {
+		t.Errorf("the second waiter with a floor got %d (%v) once the first was back, want 2", a.got, a.err)
+	}
+	b.floorBack()
+	b.release(15) // everything but a floor back: 2 held, 6 fits
 	if a := <-plain; a.err != nil || a.got != 6 || b.inUse() != 8 {
 		t.Errorf("the waiter without a floor got %d (%v), %d in use; want 6, 8", a.got, a.err, b.inUse())
 	}

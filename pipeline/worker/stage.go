@@ -286,6 +286,7 @@ func (w *Worker) makeRoom(ctx context.Context, n int64, fetched bool) (int64, er
 	}
 	w.Stats.BackpressureNanos.Add(int64(time.Since(start)))
 	if got < n {
+		w.floorHeld = true
 		w.Stats.FloorFetches.Add(1)
 	}
 	return got, nil
@@ -324,4 +325,8 @@ func (w *Worker) settleFetch(msgs []record.Record) {
 func (w *Worker) releaseFetch() {
 	w.Budget.release(w.fetchHeld)
 	w.fetchHeld = 0
+	if w.floorHeld {
+		w.floorHeld = false
+		w.Budget.floorBack()
+	}
 }

@@ -38,6 +38,7 @@ type Worker struct {
 	fetchGuess int64 // the next fetch's reservation: the last fetch's bytes
 	fetchHeld  int64 // the budget the current fetch holds
 	caughtUp   bool  // the last fetch came back less than half full (reserveFetch)
+	floorHeld  bool  // the fetch's reservation is the budget's floor (Budget.acquireOrFloor)
 
 	batch   openBatch
 	next    int64           // the next offset to take
