@@ -24,8 +24,7 @@ func (j *Job) groupMember(set *partitionSet) interface {
 			Rack: j.rack.Rack, FollowerFetching: j.follower, Assignor: k.GroupRemoteAssignor,
 			RebalanceTimeout: k.RebalanceTimeout, InitialDelay: k.initialRebalanceDelay(), Log: j.log,
 		})
-		set.commit = worker.NewMemberCommitter(j.conn.Client, k.Group, m, set.owns, k.RebalanceTimeout,
-			func(epoch int32, _ string) worker.Committer { return worker.NewEpochCommitter(m, epoch) })
+		set.commit = worker.NewMemberCommitter(j.conn.Client, k.Group, m, set.owns, k.RebalanceTimeout, m)
 		return m
 	}
 	m := group.New(group.Config{

@@ -120,20 +120,44 @@ func (m *ConsumerMember) setEpoch(epoch int32) { m.set(epoch, m.id) }
 // ErrFencedMemberEpoch or kafka.UnknownMemberId (the partition is not
 // this member's any more).
 func (m *ConsumerMember) Commit(ctx context.Context, epoch int32, topic string, partition int, offset int64, metadata string) error {
-	req := wire.OffsetCommit{Group: m.cfg.Group, MemberID: m.id, InstanceID: m.cfg.InstanceID, Epoch: epoch,
-		Topic: topic, Partition: int32(partition), Offset: offset, Metadata: metadata}
-	body, err := m.commit.Exchange(ctx, wire.APIOffsetCommit, wire.OffsetCommitMemberVersion, true, req.Encode())
+	errs, err := m.CommitOffsets(ctx, epoch, []wire.CommitOffset{{Topic: topic, Partition: int32(partition), Offset: offset, Metadata: metadata}})
 	if err != nil {
 		return err
 	}
-	code, err := wire.DecodeOffsetCommitAnswer(body, topic, int32(partition))
+	return errs[0]
+}
+
+// CommitOffsets stores offsets with the given member epoch in one
+// OffsetCommit v9 request and returns each one's answer, in order, as
+// Commit would; err is the request's own failure (no answer).
+func (m *ConsumerMember) CommitOffsets(ctx context.Context, epoch int32, offsets []wire.CommitOffset) ([]error, error) {
+	req := wire.OffsetCommit{Group: m.cfg.Group, MemberID: m.id, InstanceID: m.cfg.InstanceID, Epoch: epoch, Offsets: offsets}
+	body, err := m.commit.Exchange(ctx, wire.APIOffsetCommit, wire.OffsetCommitMemberVersion, true, req.Encode())
 	if err != nil {
-		return fmt.Errorf("OffsetCommit v9 answer: %w", err)
+		return nil, err
 	}
-	if conn.Moved(kafka.Error(code)) {
+	type tp struct {
+		topic     string
+		partition int32
+	}
+	codes := map[tp]int16{}
+	if err := wire.DecodeOffsetCommitAnswers(body, func(t string, p int32, c int16) { codes[tp{t, p}] = c }); err != nil {
+		return nil, fmt.Errorf("OffsetCommit v9 answer: %w", err)
+	}
+	errs := make([]error, len(offsets))
+	moved := false
+	for i, o := range offsets {
+		code, ok := codes[tp{o.Topic, o.Partition}]
+		if !ok {
+			code = -1 // UNKNOWN_SERVER_ERROR: the answer does not name it
+		}
+		moved = moved || conn.Moved(kafka.Error(code))
+		errs[i] = brokerError(code, "")
+	}
+	if moved {
 		m.commit.Reset()
 	}
-	return brokerError(code, "")
+	return errs, nil
 }
 
 // Run joins the group and follows its assignment until ctx ends, handing

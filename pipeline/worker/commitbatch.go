@@ -25,6 +25,10 @@ import (
 type offsetBatcher struct {
 	client *kafka.Client
 	group  string
+	// sendTo sends one request's commits and answers each
+	// (GroupCommitter's errors); nil: OffsetCommit through client, a
+	// classic member's.
+	sendTo func(ctx context.Context, take []*offsetCommit) []error
 
 	mu    sync.Mutex
 	queue []*offsetCommit
@@ -133,13 +137,19 @@ func (b *offsetBatcher) next() []*offsetCommit {
 // answer. It does not end with any caller's ctx: a caller that gives up
 // is answered "unknown" (commit), as a request cut short would leave it.
 func (b *offsetBatcher) request(take []*offsetCommit) {
+	ctx, cancel := context.WithTimeout(context.Background(), commitRequestTimeout)
+	defer cancel()
+	if b.sendTo != nil {
+		for i, err := range b.sendTo(ctx, take) {
+			take[i].done <- err
+		}
+		return
+	}
 	first := take[0]
 	topics := map[string][]kafka.OffsetCommit{}
 	for _, c := range take {
 		topics[c.topic] = append(topics[c.topic], kafka.OffsetCommit{Partition: c.partition, Offset: c.offset, Metadata: c.metadata})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), commitRequestTimeout)
-	defer cancel()
 	resp, err := b.client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{
 		GroupID: b.group, GenerationID: int(first.generation), MemberID: first.member, Topics: topics,
 	})

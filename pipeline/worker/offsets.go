@@ -9,6 +9,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/logstore/logstore/pipeline/group"
+	"github.com/logstore/logstore/pipeline/group/wire"
 	"github.com/logstore/logstore/pipeline/start"
 )
 
@@ -66,42 +67,34 @@ type MemberCommitter struct {
 	client *kafka.Client
 	group  string
 	member Generations
-	// at is the committer of one generation (classic) or member epoch
-	// (consumer); nil is OffsetCommit through client.
-	at   func(generation int32, member string) Committer
-	owns func(topic string, partition int) bool
+	owns   func(topic string, partition int) bool
 	// wait bounds the wait for the next generation: the rebalance timeout,
 	// past which the group went on without this member.
 	wait time.Duration
 	// batch sends the partitions' commits that wait together in one
-	// request (commitbatch.go); used when at is nil.
+	// request (commitbatch.go).
 	batch *offsetBatcher
 }
 
 // NewMemberCommitter commits for member (its generation, or epoch, at
 // each commit) the partitions owns says it holds, waiting up to wait for
-// the next generation; at makes the committer of one generation (nil:
-// OffsetCommit through client).
-func NewMemberCommitter(client *kafka.Client, group string, member Generations, owns func(topic string, partition int) bool, wait time.Duration, at func(generation int32, member string) Committer) *MemberCommitter {
-	return &MemberCommitter{client: client, group: group, member: member, owns: owns, wait: wait, at: at,
-		batch: &offsetBatcher{client: client, group: group}}
-}
-
-// NewEpochCommitter commits through a consumer-protocol member at epoch.
-func NewEpochCommitter(member *group.ConsumerMember, epoch int32) EpochCommitter {
-	return EpochCommitter{member: member, epoch: epoch}
+// the next generation. consumer is the member when it is one of the
+// consumer protocol (KIP-848): its commits go through it (OffsetCommit
+// v9 with its member epoch, which kafka-go cannot send); nil commits
+// through client.
+func NewMemberCommitter(client *kafka.Client, group string, member Generations, owns func(topic string, partition int) bool, wait time.Duration, consumer *group.ConsumerMember) *MemberCommitter {
+	b := &offsetBatcher{client: client, group: group}
+	if consumer != nil {
+		b.sendTo = epochSender(consumer)
+	}
+	return &MemberCommitter{client: client, group: group, member: member, owns: owns, wait: wait, batch: b}
 }
 
 func (c *MemberCommitter) Commit(ctx context.Context, topic string, partition int, offset int64, metadata string) error {
 	for {
 		changed := c.member.Changed()
 		gen, id := c.member.Current()
-		var err error
-		if c.at != nil {
-			err = c.at(gen, id).Commit(ctx, topic, partition, offset, metadata)
-		} else {
-			err = c.batch.commit(ctx, gen, id, topic, partition, offset, metadata)
-		}
+		err := c.batch.commit(ctx, gen, id, topic, partition, offset, metadata)
 		if err == nil || !rebalancing(err) || !c.owns(topic, partition) {
 			return err
 		}
@@ -128,25 +121,33 @@ func rebalancing(err error) bool {
 		errors.Is(err, group.ErrStaleMemberEpoch))
 }
 
-// EpochCommitter commits through a next-generation member (OffsetCommit
-// v9) with one member epoch.
-type EpochCommitter struct {
-	member *group.ConsumerMember
-	epoch  int32
-}
-
-func (c EpochCommitter) Commit(ctx context.Context, topic string, partition int, offset int64, metadata string) error {
-	if metadata == "" {
-		metadata = commitTimeMeta(time.Now()) // committime.go
+// epochSender sends a request's commits through a consumer-protocol
+// member with their member epoch (the generation offsetBatcher groups
+// them by): OffsetCommit v9, many partitions in one request as a classic
+// member's. A stale or fenced epoch, or an unknown member, is errFenced.
+func epochSender(member *group.ConsumerMember) func(ctx context.Context, take []*offsetCommit) []error {
+	return func(ctx context.Context, take []*offsetCommit) []error {
+		offsets := make([]wire.CommitOffset, len(take))
+		for i, c := range take {
+			offsets[i] = wire.CommitOffset{Topic: c.topic, Partition: int32(c.partition), Offset: c.offset, Metadata: c.metadata}
+		}
+		answers, err := member.CommitOffsets(ctx, take[0].generation, offsets)
+		errs := make([]error, len(take))
+		for i, c := range take {
+			e := err
+			if e == nil {
+				e = answers[i]
+			}
+			switch {
+			case e == nil:
+			case isFenced(e) || errors.Is(e, group.ErrStaleMemberEpoch) || errors.Is(e, group.ErrFencedMemberEpoch):
+				errs[i] = fmt.Errorf("%w: committing %s/%d: %w", errFenced, c.topic, c.partition, e)
+			default:
+				errs[i] = fmt.Errorf("committing %s/%d at %d: %w", c.topic, c.partition, c.offset, e)
+			}
+		}
+		return errs
 	}
-	err := c.member.Commit(ctx, c.epoch, topic, partition, offset, metadata)
-	if err == nil {
-		return nil
-	}
-	if isFenced(err) || errors.Is(err, group.ErrStaleMemberEpoch) || errors.Is(err, group.ErrFencedMemberEpoch) {
-		return fmt.Errorf("%w: committing %s/%d: %w", errFenced, topic, partition, err)
-	}
-	return fmt.Errorf("committing %s/%d at %d: %w", topic, partition, offset, err)
 }
 
 // NoCommit is the committer of a replay: it never touches the group.

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -122,22 +123,30 @@ func TestConsumerHeartbeatAnswerTruncatedIsAnError(t *testing.T) {
 }
 
 func TestOffsetCommitV9EncodesWhatKafkaReads(t *testing.T) {
-	c := OffsetCommit{Group: "g", MemberID: "m-1", InstanceID: "pod-1", Epoch: 9, Topic: "logs", Partition: 3, Offset: 981, Metadata: "cut:990"}
+	c := OffsetCommit{Group: "g", MemberID: "m-1", InstanceID: "pod-1", Epoch: 9, Offsets: []CommitOffset{
+		{Topic: "logs", Partition: 3, Offset: 981, Metadata: "cut:990"},
+		{Topic: "audit", Partition: 0, Offset: 7, Metadata: "at:1"},
+		{Topic: "logs", Partition: 5, Offset: 12, Metadata: ""},
+	}}
 	got := kmsg.NewOffsetCommitRequest()
 	got.Version = OffsetCommitMemberVersion
 	if err := got.ReadFrom(c.Encode()); err != nil {
 		t.Fatal(err)
 	}
-	if got.Group != "g" || got.Generation != 9 || got.MemberID != "m-1" || str(got.InstanceID) != "pod-1" || len(got.Topics) != 1 {
+	if got.Group != "g" || got.Generation != 9 || got.MemberID != "m-1" || str(got.InstanceID) != "pod-1" || len(got.Topics) != 2 {
 		t.Fatalf("read %+v", got)
 	}
-	tp := got.Topics[0]
-	if tp.Topic != "logs" || len(tp.Partitions) != 1 {
-		t.Fatalf("topic %+v", tp)
+	var read []string
+	for _, tp := range got.Topics {
+		for _, p := range tp.Partitions {
+			if p.LeaderEpoch != -1 {
+				t.Errorf("%s/%d: leader epoch %d, want -1", tp.Topic, p.Partition, p.LeaderEpoch)
+			}
+			read = append(read, fmt.Sprintf("%s/%d@%d:%s", tp.Topic, p.Partition, p.Offset, str(p.Metadata)))
+		}
 	}
-	p := tp.Partitions[0]
-	if p.Partition != 3 || p.Offset != 981 || p.LeaderEpoch != -1 || str(p.Metadata) != "cut:990" {
-		t.Errorf("partition %+v", p)
+	if want := "[logs/3@981:cut:990 logs/5@12: audit/0@7:at:1]"; fmt.Sprint(read) != want {
+		t.Errorf("read %v, want %s", read, want)
 	}
 }
 

@@ -9,14 +9,19 @@ const (
 	OffsetCommitMemberVersion int16 = 9
 )
 
-// OffsetCommit is one partition's commit.
+// OffsetCommit is the commits of one request: one or more partitions'.
 type OffsetCommit struct {
 	Group, MemberID, InstanceID string
 	Epoch                       int32
-	Topic                       string
-	Partition                   int32
-	Offset                      int64
-	Metadata                    string
+	Offsets                     []CommitOffset
+}
+
+// CommitOffset is one partition's commit.
+type CommitOffset struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Metadata  string
 }
 
 func (c OffsetCommit) Encode() []byte {
@@ -25,36 +30,60 @@ func (c OffsetCommit) Encode() []byte {
 	w.int32(c.Epoch)
 	w.string(c.MemberID)
 	w.nullableString(c.InstanceID)
-	w.count(1) // topics
-	w.string(c.Topic)
-	w.count(1) // partitions
-	w.int32(c.Partition)
-	w.int64(c.Offset)
-	w.int32(-1) // leader epoch: not tracked by the job
-	w.string(c.Metadata)
-	w.tags()
-	w.tags()
+	// One entry per topic, in the order the topics first appear.
+	var topics []string
+	byTopic := map[string][]CommitOffset{}
+	for _, o := range c.Offsets {
+		if _, ok := byTopic[o.Topic]; !ok {
+			topics = append(topics, o.Topic)
+		}
+		byTopic[o.Topic] = append(byTopic[o.Topic], o)
+	}
+	w.count(len(topics))
+	for _, t := range topics {
+		w.string(t)
+		w.count(len(byTopic[t]))
+		for _, o := range byTopic[t] {
+			w.int32(o.Partition)
+			w.int64(o.Offset)
+			w.int32(-1) // leader epoch: not tracked by the job
+			w.string(o.Metadata)
+			w.tags()
+		}
+		w.tags()
+	}
 	w.tags()
 	return w.b
 }
 
-// DecodeOffsetCommitAnswer returns the error code of topic/partition in
-// the answer; -1 (UNKNOWN_SERVER_ERROR) when the answer does not name it.
-func DecodeOffsetCommitAnswer(body []byte, topic string, partition int32) (int16, error) {
+// DecodeOffsetCommitAnswers calls each with every partition's error code
+// in the answer.
+func DecodeOffsetCommitAnswers(body []byte, each func(topic string, partition int32, code int16)) error {
 	r := flexReader{reader{buf: body}}
 	r.int32() // throttle time
-	code := int16(-1)
 	for range r.count(4) {
 		name := r.string()
 		for range r.count(6) {
 			p, c := r.int32(), r.int16()
 			r.tags()
-			if name == topic && p == partition {
-				code = c
+			if r.err == nil {
+				each(name, p, c)
 			}
 		}
 		r.tags()
 	}
 	r.tags()
-	return code, r.err
+	return r.err
+}
+
+// DecodeOffsetCommitAnswer returns the error code of topic/partition in
+// the answer; -1 (UNKNOWN_SERVER_ERROR) when the answer does not name it.
+func DecodeOffsetCommitAnswer(body []byte, topic string, partition int32) (int16, error) {
+	code := int16(-1)
+	err := DecodeOffsetCommitAnswers(body, func(t string, p int32, c int16) {
+		if t == topic && p == partition {
+			code = c
+		}
+	})
+	return code, err
 }
