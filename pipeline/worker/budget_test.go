@@ -279,8 +279,8 @@ func TestAPartitionWithFewRecordsIsNotStarvedByAFlood(t *testing.T) {
 	const flood, few = 3000, 5
 	shared := NewBudget(4 << 20)
 	shared.floorAfter = 50 * time.Millisecond // the flood takes about a second
-	var floodAt atomic.Int64 // the flood's committed offset
-	fewDoneAt := int64(-1)   // floodAt when the few records were committed
+	var floodAt atomic.Int64                  // the flood's committed offset
+	fewDoneAt := int64(-1)                    // floodAt when the few records were committed
 	pad := strings.Repeat("x", 12<<10)
 	big := make([][]byte, flood)
 	for i := range big {
