@@ -38,6 +38,7 @@ type Budget struct {
 // bytes are its.
 type budgetWaiter struct {
 	n, floor, got int64
+	floored       bool      // got is its floor, taken past the size
 	since         time.Time // when it began to wait
 	ready         chan struct{}
 }
@@ -73,14 +74,14 @@ func (b *Budget) fits(n int64) bool { return b.used+n <= b.size || b.used == 0 }
 
 // acquire waits until n fits.
 func (b *Budget) acquire(ctx context.Context, n int64) error {
-	_, err := b.acquireOrFloor(ctx, n, 0)
+	_, _, err := b.acquireOrFloor(ctx, n, 0)
 	return err
 }
 
 // acquireOrFloor waits until n fits, or, once it waited floorWait while
 // the budget is over its size and no other floor is out, takes floor
 // (> 0) past it (checked whenever bytes come back or go past), and returns
-// what it took; a caller that got less than n gives the floor back with
+// what it took; a caller that took its floor (floored) says so with
 // floorBack once its fetch is done. Only bytes already in memory put the
 // budget over its size (force: a fetch that decompressed to more than
 // its reservation, a re-cut), and they come back only as their partition
@@ -94,29 +95,32 @@ func (b *Budget) acquire(ctx context.Context, n int64) error {
 // every partition that asked at once, 600 partitions catching up each
 // fetched past a budget their own fetches had put over its size for a
 // moment, and the member's peak RSS doubled.
-func (b *Budget) acquireOrFloor(ctx context.Context, n, floor int64) (int64, error) {
+func (b *Budget) acquireOrFloor(ctx context.Context, n, floor int64) (got int64, floored bool, err error) {
 	b.mu.Lock()
 	w := &budgetWaiter{n: n, floor: floor, since: time.Now(), ready: make(chan struct{})}
 	if b.take(w) {
 		b.mu.Unlock()
-		return w.got, nil
+		return w.got, w.floored, nil
 	}
 	e := b.waiters.PushBack(w)
 	b.mu.Unlock()
 	select {
 	case <-w.ready:
-		return w.got, nil
+		return w.got, w.floored, nil
 	case <-ctx.Done():
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		select {
 		case <-w.ready: // granted meanwhile: give it back
 			b.used -= w.got
+			if w.floored {
+				b.floorOut = false // its fetch will not be made
+			}
 			b.grant()
 		default:
 			b.waiters.Remove(e)
 		}
-		return 0, ctx.Err()
+		return 0, false, ctx.Err()
 	}
 }
 
@@ -127,7 +131,7 @@ func (b *Budget) take(w *budgetWaiter) bool {
 	case b.fits(w.n):
 		w.got = w.n
 	case w.floor > 0 && b.used > b.size && !b.floorOut && time.Since(w.since) >= b.floorAfter:
-		w.got, b.floorOut = w.floor, true
+		w.got, w.floored, b.floorOut = w.floor, true, true
 	default:
 		return false
 	}

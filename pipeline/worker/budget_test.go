@@ -350,12 +350,20 @@ func TestBudgetFloorOnlyPastItsSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	type answer struct {
-		got int64
-		err error
+		got     int64
+		floored bool
+		err     error
 	}
-	floored, plain := make(chan answer, 1), make(chan answer, 1)
-	go func() { got, err := b.acquireOrFloor(context.Background(), 6, 2); floored <- answer{got, err} }()
-	go func() { got, err := b.acquireOrFloor(context.Background(), 6, 0); plain <- answer{got, err} }()
+	ask := func(n, floor int64) chan answer {
+		ch := make(chan answer, 1)
+		go func() {
+			got, floored, err := b.acquireOrFloor(context.Background(), n, floor)
+			ch <- answer{got, floored, err}
+		}()
+		return ch
+	}
+	floored := ask(6, 2)
+	plain := ask(6, 0)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 		b.mu.Lock()
 		queued := b.waiters.Len()
@@ -373,7 +381,7 @@ func TestBudgetFloorOnlyPastItsSize(t *testing.T) {
 	b.force(5) // 13 of 10: a record already in memory
 	select {
 	case a := <-floored:
-		if a.err != nil || a.got != 2 {
+		if a.err != nil || a.got != 2 || !a.floored {
 			t.Errorf("the waiter with a floor got %d (%v), want its floor 2", a.got, a.err)
 		}
 	case <-time.After(10 * time.Second):
@@ -381,8 +389,7 @@ func TestBudgetFloorOnlyPastItsSize(t *testing.T) {
 	}
 	// One floor at a time: the next waits until the first one's fetch
 	// is done.
-	second := make(chan answer, 1)
-	go func() { got, err := b.acquireOrFloor(context.Background(), 6, 2); second <- answer{got, err} }()
+	second := ask(6, 2)
 	select {
 	case a := <-plain:
 		t.Fatalf("the waiter without a floor got %d past the size", a.got)
@@ -391,12 +398,22 @@ func TestBudgetFloorOnlyPastItsSize(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 	b.floorBack()
-	if a := <-second; a.err != nil || a.got != 2 {
+	if a := <-second; a.err != nil || a.got != 2 || !a.floored {
 		t.Errorf("the second waiter with a floor got %d (%v) once the first was back, want 2", a.got, a.err)
 	}
 	b.floorBack()
 	b.release(15) // everything but a floor back: 2 held, 6 fits
-	if a := <-plain; a.err != nil || a.got != 6 || b.inUse() != 8 {
-		t.Errorf("the waiter without a floor got %d (%v), %d in use; want 6, 8", a.got, a.err, b.inUse())
+	if a := <-plain; a.err != nil || a.got != 6 || a.floored || b.inUse() != 8 {
+		t.Errorf("the waiter without a floor got %d (floored %v, %v), %d in use; want 6, 8", a.got, a.floored, a.err, b.inUse())
+	}
+	// A fetch that asks for no more than the floor (an idle partition's
+	// 16 KiB) takes it as a floor too, and gives it back as one: a floor
+	// taken without its floorBack would have stopped every later floor.
+	b.force(5) // 13 of 10
+	for i := range 2 {
+		if a := <-ask(2, 2); a.err != nil || a.got != 2 || !a.floored {
+			t.Fatalf("floor %d of a request of the floor's size: got %d, floored %v (%v)", i+1, a.got, a.floored, a.err)
+		}
+		b.floorBack()
 	}
 }

@@ -280,12 +280,12 @@ func (w *Worker) makeRoom(ctx context.Context, n int64, fetched bool) (int64, er
 		floor = min(n, fetchFloor)
 	}
 	start := time.Now()
-	got, err := w.Budget.acquireOrFloor(ctx, n, floor)
+	got, floored, err := w.Budget.acquireOrFloor(ctx, n, floor)
 	if err != nil {
 		return 0, err
 	}
 	w.Stats.BackpressureNanos.Add(int64(time.Since(start)))
-	if got < n {
+	if floored {
 		w.floorHeld = true
 		w.Stats.FloorFetches.Add(1)
 	}
