@@ -114,22 +114,12 @@ func NewConsumer(cfg ConsumerConfig) *ConsumerMember {
 
 func (m *ConsumerMember) setEpoch(epoch int32) { m.set(epoch, m.id) }
 
-// Commit stores one partition's offset with the given member epoch
-// (OffsetCommit v9). Refusals come back as their error: ErrStaleMemberEpoch
-// (the epoch moved on: send again with the current one),
-// ErrFencedMemberEpoch or kafka.UnknownMemberId (the partition is not
-// this member's any more).
-func (m *ConsumerMember) Commit(ctx context.Context, epoch int32, topic string, partition int, offset int64, metadata string) error {
-	errs, err := m.CommitOffsets(ctx, epoch, []wire.CommitOffset{{Topic: topic, Partition: int32(partition), Offset: offset, Metadata: metadata}})
-	if err != nil {
-		return err
-	}
-	return errs[0]
-}
-
 // CommitOffsets stores offsets with the given member epoch in one
-// OffsetCommit v9 request and returns each one's answer, in order, as
-// Commit would; err is the request's own failure (no answer).
+// OffsetCommit v9 request and returns each one's answer, in order;
+// refusals come back as their error: ErrStaleMemberEpoch (the epoch moved
+// on: send again with the current one), ErrFencedMemberEpoch or
+// kafka.UnknownMemberId (the partition is not this member's any more).
+// err is the request's own failure (no answer).
 func (m *ConsumerMember) CommitOffsets(ctx context.Context, epoch int32, offsets []wire.CommitOffset) ([]error, error) {
 	req := wire.OffsetCommit{Group: m.cfg.Group, MemberID: m.id, InstanceID: m.cfg.InstanceID, Epoch: epoch, Offsets: offsets}
 	body, err := m.commit.Exchange(ctx, wire.APIOffsetCommit, wire.OffsetCommitMemberVersion, true, req.Encode())

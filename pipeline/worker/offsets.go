@@ -64,8 +64,6 @@ func isFenced(err error) bool {
 // Java consumer retries such commits the same way. Anything else that
 // fences the member is final.
 type MemberCommitter struct {
-	client *kafka.Client
-	group  string
 	member Generations
 	owns   func(topic string, partition int) bool
 	// wait bounds the wait for the next generation: the rebalance timeout,
@@ -87,7 +85,7 @@ func NewMemberCommitter(client *kafka.Client, group string, member Generations, 
 	if consumer != nil {
 		b.sendTo = epochSender(consumer)
 	}
-	return &MemberCommitter{client: client, group: group, member: member, owns: owns, wait: wait, batch: b}
+	return &MemberCommitter{member: member, owns: owns, wait: wait, batch: b}
 }
 
 func (c *MemberCommitter) Commit(ctx context.Context, topic string, partition int, offset int64, metadata string) error {
