@@ -26,13 +26,17 @@
 #   scripts/eos-lab.sh [--partitions 600] [--rate 20000] [--duration 5m]
 #                      [--max-age 10s] [--commit-interval D]
 #                      [--delivery exactly_once[,at_least_once...]]
+#                      [--group-protocol classic|consumer]
 #                      [--out DIR] [--dry-run]
 #
 # --delivery takes a list: the modes run one after the other in the same
 # run, each on new topics, e.g. `--delivery at_least_once,exactly_once`
 # puts exactly once beside its baseline; the table then gives each mode's
 # cost as a ratio to the first. --commit-interval sets sinks.commit_interval
-# (the job's default when not given). --dry-run prints the plan and exits.
+# (the job's default when not given). --group-protocol sets
+# kafka.group_protocol: consumer runs the members under KIP-848's protocol
+# (the brokers assign; the members' commits carry the member epoch).
+# --dry-run prints the plan and exits.
 # A duration is seconds, or a number with s or m.
 #
 # Results: DIR/results.jsonl (one line per mode) and DIR/table.md (default
@@ -48,6 +52,7 @@
 #   EOSLAB_MAX_AGE         batch.max_age (10s)
 #   EOSLAB_COMMIT_INTERVAL sinks.commit_interval (the job's default)
 #   EOSLAB_DELIVERY        the modes (exactly_once)
+#   EOSLAB_GROUP_PROTOCOL  kafka.group_protocol: classic or consumer (classic)
 #   EOSLAB_WARMUP          seconds after the producer's start not measured (30)
 #   EOSLAB_EVERY           seconds between lag samples (5)
 #   EOSLAB_DRAIN           how long to wait, after the producer stops, for
@@ -86,6 +91,7 @@ parse() {
 	MAX_AGE=${EOSLAB_MAX_AGE:-10s}
 	COMMIT_INTERVAL=${EOSLAB_COMMIT_INTERVAL:-}
 	DELIVERY=${EOSLAB_DELIVERY:-exactly_once}
+	GROUP_PROTOCOL=${EOSLAB_GROUP_PROTOCOL:-classic}
 	WARMUP=${EOSLAB_WARMUP:-30}
 	EVERY=${EOSLAB_EVERY:-5}
 	OUT_PARTITIONS=${EOSLAB_OUT_PARTITIONS:-12}
@@ -94,7 +100,7 @@ parse() {
 	DIR="" DRY=""
 	while (($#)); do
 		case $1 in
-		--partitions | --rate | --duration | --max-age | --commit-interval | --delivery | --out)
+		--partitions | --rate | --duration | --max-age | --commit-interval | --delivery | --group-protocol | --out)
 			(($# >= 2)) || die "$1 needs a value"
 			case $1 in
 			--partitions) PARTITIONS=$2 ;;
@@ -103,6 +109,7 @@ parse() {
 			--max-age) MAX_AGE=$2 ;;
 			--commit-interval) COMMIT_INTERVAL=$2 ;;
 			--delivery) DELIVERY=$2 ;;
+			--group-protocol) GROUP_PROTOCOL=$2 ;;
 			--out) DIR=$2 ;;
 			esac
 			shift
@@ -124,6 +131,7 @@ parse() {
 	((DURATION_S > WARMUP)) || die "--duration $DURATION must be longer than the warm-up (EOSLAB_WARMUP=${WARMUP}s)"
 	((EVERY > 0)) || die "EOSLAB_EVERY must be at least 1 s"
 	[[ -z $COMMIT_INTERVAL ]] || seconds "$COMMIT_INTERVAL" >/dev/null
+	[[ $GROUP_PROTOCOL == classic || $GROUP_PROTOCOL == consumer ]] || die "--group-protocol $GROUP_PROTOCOL: want classic or consumer"
 	IFS=, read -ra MODES <<<"$DELIVERY"
 	((${#MODES[@]} > 0)) || die "--delivery: give at least one of exactly_once, at_least_once"
 	local m
@@ -134,7 +142,7 @@ parse() {
 
 plan() {
 	say "plan: ${PARTITIONS} partitions, ${RATE} records/s for ${DURATION_S} s (warm-up ${WARMUP} s), batch.max_age ${MAX_AGE}," \
-		"sinks.commit_interval ${COMMIT_INTERVAL:-default}, delivery ${MODES[*]}, lag every ${EVERY} s," \
+		"sinks.commit_interval ${COMMIT_INTERVAL:-default}, delivery ${MODES[*]}, group protocol ${GROUP_PROTOCOL}, lag every ${EVERY} s," \
 		"drain up to ${DRAIN_S} s, output topic ${OUT_PARTITIONS} partitions"
 }
 
@@ -148,6 +156,7 @@ member_config() {
 		  brokers: [$BROKERS]
 		  topics: [$TOPIC]
 		  group: $TOPIC
+		  group_protocol: $GROUP_PROTOCOL
 		  start_offset: earliest
 		rack:
 		  static: \${LOGSTORE_RACK}
@@ -317,7 +326,7 @@ run_mode() {
 	read -r bt1 tt1 <<<"$t1_machine"
 	read -r bt2 tt2 <<<"$t2_machine"
 	jq -cn --arg mode "$MODE" --arg load "$load" --argjson parts "$PARTITIONS" --argjson rate "$RATE" \
-		--argjson duration "$DURATION_S" --arg max_age "$MAX_AGE" --arg ci "${COMMIT_INTERVAL:-default}" \
+		--argjson duration "$DURATION_S" --arg max_age "$MAX_AGE" --arg ci "${COMMIT_INTERVAL:-default}" --arg gp "$GROUP_PROTOCOL" \
 		--argjson produced "$produced" --argjson produced_s "$produced_s" --argjson start "$start_ms" --argjson stop "$stop_ms" --argjson drained "$drained_ms" \
 		--argjson window $(((t2_ms - t1_ms))) --argjson records $((t2_records - t1_records)) --argjson hz "$hz" \
 		--argjson members $((t2_members - t1_members)) --argjson producer $((t2_producer - t1_producer)) \
@@ -334,7 +343,7 @@ run_mode() {
 			($h | map(.[0] / 1000) | add / $n) as $mx | ($h | map(.[1]) | add / $n) as $my
 			| ($h | map((.[0] / 1000 - $mx) * (.[1] - $my)) | add) / ($h | map((.[0] / 1000 - $mx) | . * .) | add)
 		  else null end) as $slope
-		| {mode: $mode, partitions: $parts, rate: $rate, duration_s: $duration, max_age: $max_age, commit_interval: $ci,
+		| {mode: $mode, partitions: $parts, rate: $rate, duration_s: $duration, max_age: $max_age, commit_interval: $ci, group_protocol: $gp,
 		   produced: $produced, produced_per_s: ($produced / $produced_s),
 		   lag_max: ($s | map(.[1]) | max), lag_end: ($s | last | .[1]), lag_slope_per_s: $slope,
 		   lag_samples: ($s | length), drain_s: (($drained - $stop) / 1000), drained: $drained_all,
@@ -403,7 +412,7 @@ main() {
 	for m in "${MODES[@]}"; do run_mode "$m"; done
 	{
 		echo
-		echo "$PARTITIONS partitions, $RATE records/s for $DURATION_S s, batch.max_age $MAX_AGE, sinks.commit_interval ${COMMIT_INTERVAL:-default}; CPU over the ${WARMUP} s .. ${DURATION_S} s window, per million records the members read (the producer: per million it sent)"
+		echo "$PARTITIONS partitions, $RATE records/s for $DURATION_S s, batch.max_age $MAX_AGE, sinks.commit_interval ${COMMIT_INTERVAL:-default}, kafka.group_protocol ${GROUP_PROTOCOL}; CPU over the ${WARMUP} s .. ${DURATION_S} s window, per million records the members read (the producer: per million it sent)"
 		echo
 		report
 	} | tee "$DIR/table.md"
