@@ -31,6 +31,10 @@ func TestEOSLabArguments(t *testing.T) {
 		{"bad rate", nil, []string{"--rate", "fast"}, false, "--rate fast: want records/s"},
 		{"missing value", nil, []string{"--partitions"}, false, "--partitions needs a value"},
 		{"unknown option", nil, []string{"--rounds", "3"}, false, "unknown option '--rounds'"},
+		{"group protocol default", nil, nil, true, "delivery exactly_once, group protocol classic,"},
+		{"group protocol flag", nil, []string{"--group-protocol", "consumer"}, true, "group protocol consumer,"},
+		{"group protocol env", []string{"EOSLAB_GROUP_PROTOCOL=consumer"}, nil, true, "group protocol consumer,"},
+		{"bad group protocol", nil, []string{"--group-protocol", "eager"}, false, "--group-protocol eager: want classic or consumer"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
