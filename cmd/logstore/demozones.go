@@ -250,36 +250,57 @@ func (z *demoZones) preferLocal(resp *kmsg.FetchResponse, node int32, rack strin
 	}
 }
 
-// delayFirstRebalance holds the group's first joins until members have
-// asked or wait has passed, as Kafka's group.initial.rebalance.delay.ms
-// (3 s by default) does and kfake does not: without it the first member
-// to join took every partition and, on a small topic, read it all before
-// the others joined.
+// delayFirstRebalance gives no member an assignment until members have
+// joined the group or wait has passed, as Kafka's
+// group.initial.rebalance.delay.ms (3 s by default) does and kfake does
+// not: without it the first member to join took every partition and, on
+// a small topic, read it all before the others joined. Holding the first
+// JoinGroups is not enough: each member sends two (the first is answered
+// MEMBER_ID_REQUIRED), so three requests came from two members, and kfake
+// completes a rebalance as soon as every member it knows has joined — the
+// first member alone. So the members are counted by the ids they join
+// with, and every SyncGroup (where a member learns its assignment) waits
+// until all have joined: a SyncGroup of an outdated generation is refused
+// and its member joins again, with the others.
 func delayFirstRebalance(c *kfake.Cluster, members int, wait time.Duration) {
 	var (
 		mu       sync.Mutex
-		joins    int
+		joined   = make(map[string]bool)
 		released = make(chan struct{})
 		deadline *time.Timer
 	)
 	release := sync.OnceFunc(func() { close(released) })
-	c.ControlKey(int16(kmsg.JoinGroup), func(kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
+	isReleased := func() bool {
 		select {
 		case <-released:
-			return nil, nil, false
+			return true
 		default:
+			return false
+		}
+	}
+	c.ControlKey(int16(kmsg.JoinGroup), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if isReleased() {
+			return nil, nil, false
 		}
 		mu.Lock()
-		joins++
 		if deadline == nil {
 			deadline = time.AfterFunc(wait, release)
 		}
-		if joins >= members {
+		if id := req.(*kmsg.JoinGroupRequest).MemberID; id != "" {
+			joined[id] = true
+		}
+		if len(joined) >= members {
 			release()
 		}
 		mu.Unlock()
-		c.SleepControl(func() { <-released })
+		return nil, nil, false
+	})
+	c.ControlKey(int16(kmsg.SyncGroup), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if !isReleased() {
+			c.SleepControl(func() { <-released })
+		}
 		return nil, nil, false
 	})
 }
